@@ -1,0 +1,454 @@
+"""Plan → SPARQL text through one table of writer functions keyed by node type (sqlglot style).
+
+KB differences come from the `KBProfile` (prefixes, statement-role IRIs), never from branches on
+the KB name. Every string that reaches the text is either checked (IRIs, variable names, language
+tags, function names, operators) or escaped (literals), so a label or literal full of SPARQL syntax
+cannot change the structure of the query; `SERVICE` has no node and so can never be written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from assembler.plan import (
+    AGGREGATES,
+    BINARY_OPS,
+    IRI,
+    PATH_MODS,
+    UNARY_OPS,
+    Aggregate,
+    BinaryOp,
+    Bind,
+    Call,
+    Exists,
+    Filter,
+    Group,
+    In,
+    Literal,
+    Minus,
+    Node,
+    Optional,
+    OrderKey,
+    PathAlt,
+    PathInv,
+    PathMod,
+    PathSeq,
+    Placeholder,
+    Projection,
+    Query,
+    SubQuery,
+    Triple,
+    UnaryOp,
+    Union,
+    Values,
+    Var,
+)
+from kb_dumps.errors import ErrorInfo, QueryError
+from kb_dumps.profiles import XSD, KBProfile, get_profile
+
+# SPARQL 1.1 built-in calls the writer accepts, with their (min, max) argument counts (None: any);
+# a name outside this table is an error, never text.
+_ANY = 10_000
+BUILTIN_ARITY: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(("STR", "LANG", "DATATYPE", "BOUND", "IRI", "URI", "ABS", "CEIL", "FLOOR", "ROUND", "STRLEN",
+                     "UCASE", "LCASE", "ENCODE_FOR_URI", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS",
+                     "TIMEZONE", "TZ", "MD5", "SHA1", "SHA256", "SHA384", "SHA512", "ISIRI", "ISURI", "ISBLANK",
+                     "ISLITERAL", "ISNUMERIC"), (1, 1)),
+    **dict.fromkeys(("LANGMATCHES", "CONTAINS", "STRSTARTS", "STRENDS", "STRBEFORE", "STRAFTER", "STRLANG",
+                     "STRDT", "SAMETERM"), (2, 2)),
+    **dict.fromkeys(("RAND", "NOW", "UUID", "STRUUID"), (0, 0)),
+    "BNODE": (0, 1), "CONCAT": (0, _ANY), "COALESCE": (0, _ANY), "IF": (3, 3),
+    "REGEX": (2, 3), "SUBSTR": (2, 3), "REPLACE": (3, 4),
+}
+BUILTINS = frozenset(BUILTIN_ARITY)
+# Casts written as `xsd:integer(?x)`.
+CASTS = frozenset({"integer", "decimal", "double", "float", "string", "boolean", "dateTime", "date"})
+
+_VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+# Characters SPARQL forbids inside <…> (IRIREF): they would end the IRI or break the query.
+_BAD_IRI_RE = re.compile(r'[<>"{}|^`\\\x00-\x20\x7f]')
+_LANG_RE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+_NUMERIC_FORMS = {
+    XSD + "integer": re.compile(r"[+-]?\d+"),
+    XSD + "decimal": re.compile(r"[+-]?\d*\.\d+"),
+    XSD + "double": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+"),
+    XSD + "boolean": re.compile(r"true|false"),
+}
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def escape_string(value: str) -> str:
+    """A SPARQL string literal (with quotes) whose content is exactly `value`."""
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
+
+
+def iri_problem(iri: str) -> str | None:
+    """Why `iri` cannot be written as `<iri>`, or None when it can."""
+    if not isinstance(iri, str) or not iri:
+        return "empty IRI"
+    if _BAD_IRI_RE.search(iri):
+        return f"IRI {iri[:80]!r} contains a character not allowed in an IRI (<>\"{{}}|^`\\ or whitespace)"
+    if not _SCHEME_RE.match(iri):
+        return f"IRI {iri[:80]!r} is not absolute (it needs a scheme such as http:)"
+    return None
+
+
+class _WriteError(Exception):
+    """Internal: aborts writing one node; collected into `WriteResult.errors`."""
+
+
+@dataclass
+class WriteResult:
+    """The text (None when there were errors), the problems found, and the variable renaming."""
+
+    sparql: str | None
+    errors: list[ErrorInfo] = field(default_factory=list)
+    var_map: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.sparql is not None and not self.errors
+
+    def raise_for_errors(self) -> str:
+        """The SPARQL text, or a QueryError (stage "assemble") carrying every problem."""
+        if not self.ok:
+            first = self.errors[0] if self.errors else ErrorInfo("assemble", "no query written")
+            raise QueryError(first.message, stage="assemble", ac=first.ac, errors=self.errors)
+        return self.sparql  # type: ignore[return-value]
+
+    def to_dict(self) -> dict:
+        return {"sparql": self.sparql, "errors": [e.to_dict() for e in self.errors], "var_map": self.var_map}
+
+
+class SparqlWriter:
+    """Writes one Plan. `TRANSFORMS` maps node type → writer function; subclasses override entries."""
+
+    TRANSFORMS: dict[type, Callable[[SparqlWriter, Node], str]] = {}
+    # Whether ?var names are renumbered ?var1, ?var2… in order of first appearance.
+    RENAME_VARS = True
+
+    def __init__(self, profile: KBProfile, mapping: dict[str, str] | None = None, rename_vars: bool | None = None):
+        self.profile = profile
+        self.mapping = dict(mapping or {})
+        self.rename_vars = self.RENAME_VARS if rename_vars is None else rename_vars
+        self.var_map: dict[str, str] = {}
+        self.used_prefixes: set[str] = set()
+        self.errors: list[ErrorInfo] = []
+
+    # ---- entry points ---------------------------------------------------------------------
+    def write(self, node: Node) -> str:
+        writer = self.TRANSFORMS.get(type(node))
+        if writer is None:
+            self.fail(node, f"cannot write a {type(node).__name__} node here")
+        return writer(self, node)
+
+    def write_query_text(self, query: Query) -> str | None:
+        """The whole query with its prefix declarations, or None when a problem was collected."""
+        try:
+            body = self.write(query)
+        except _WriteError:
+            return None
+        except RecursionError:
+            self.errors.append(ErrorInfo(stage="assemble", message="the Plan is nested too deeply to write"))
+            return None
+        if self.errors:
+            return None
+        prologue = "".join(f"PREFIX {p}: <{self.profile.prefixes[p]}>\n" for p in sorted(self.used_prefixes))
+        return prologue + body
+
+    def fail(self, node: Node | None, message: str) -> None:
+        self.errors.append(ErrorInfo(stage="assemble", message=message, ac=getattr(node, "ac", None)))
+        raise _WriteError(message)
+
+    # ---- shared pieces --------------------------------------------------------------------
+    def iri(self, iri: str, node: Node | None = None) -> str:
+        problem = iri_problem(iri)
+        if problem:
+            self.fail(node, problem)
+        compact = self.profile.compact(iri)
+        if not compact.startswith("<"):
+            self.used_prefixes.add(compact.split(":", 1)[0])
+        return compact
+
+    def var(self, name: str, node: Node | None = None) -> str:
+        if not isinstance(name, str) or not _VAR_RE.fullmatch(name):
+            self.fail(node, f"invalid variable name {str(name)[:40]!r}")
+        if not self.rename_vars:
+            return "?" + name
+        if name not in self.var_map:
+            self.var_map[name] = f"var{len(self.var_map) + 1}"
+        return "?" + self.var_map[name]
+
+    def resolve_placeholder(self, node: Placeholder) -> str:
+        iri = self.mapping.get(node.name)
+        if iri is None:
+            self.fail(node, f"placeholder [{node.name}] has no grounding (no IRI in the mapping)")
+        if not iri.startswith("http") and ":" in iri and not iri.startswith("<"):
+            try:
+                iri = self.profile.expand(iri)
+            except ValueError as exc:
+                self.fail(node, f"placeholder [{node.name}]: {exc}")
+        elif iri.startswith("<") and iri.endswith(">"):
+            iri = iri[1:-1]
+        if node.kind == "property":
+            # The label memory keeps Wikidata properties as wd:P…; a predicate needs wdt:/p:/….
+            direct = getattr(self.profile, "direct_property", None)
+            if direct is not None:
+                iri = direct(iri)
+            try:
+                iri = self.profile.role_iri(iri, node.role or "")
+            except (ValueError, KeyError) as exc:
+                self.fail(node, f"placeholder [{node.name}]: {exc}")
+        elif node.role:
+            self.fail(node, f"placeholder [{node.name}] is a {node.kind} but carries the role {node.role}:")
+        return iri
+
+    def group_body(self, group: Group, indent: str) -> str:
+        lines = []
+        for item in group.items:
+            try:
+                text = self.write(item)
+            except _WriteError:
+                continue  # already collected; keep going so every problem is reported at once
+            lines.extend(indent + "  " + line for line in text.split("\n"))
+        return "{\n" + "\n".join(lines) + ("\n" if lines else "") + indent + "}"
+
+    def nested(self, group: Group) -> str:
+        # Nested blocks are written flat then re-indented by the caller: simple and still valid.
+        return self.group_body(group, "")
+
+    def head(self, query: Query) -> str:
+        if query.form == "ask":
+            return "ASK"
+        if query.form not in ("select", "count"):
+            self.fail(query, f"unknown query form {query.form!r}; expected select, ask or count")
+        cols = " ".join(self.write(p) for p in query.projection) if query.projection else "*"
+        return "SELECT " + ("DISTINCT " if query.distinct else "") + cols
+
+    def modifiers(self, query: Query) -> list[str]:
+        out = []
+        if query.group_by:
+            out.append("GROUP BY " + " ".join(self._group_key(k) for k in query.group_by))
+        if query.having:
+            out.append("HAVING " + " ".join(f"({self.write(h)})" for h in query.having))
+        if query.order_by:
+            out.append("ORDER BY " + " ".join(self.write(k) for k in query.order_by))
+        for name, value in (("LIMIT", query.limit), ("OFFSET", query.offset)):
+            if value is not None:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    self.fail(query, f"{name} must be a non-negative integer, got {value!r}")
+                out.append(f"{name} {value}")
+        return out
+
+    def _group_key(self, key: Node) -> str:
+        text = self.write(key)
+        return text if isinstance(key, Var) else f"({text})"
+
+    def path_part(self, node: Node) -> str:
+        text = self.write(node)
+        return text if isinstance(node, IRI | Placeholder) else f"({text})"
+
+
+# ---- the table ------------------------------------------------------------------------------
+
+
+def _query(w: SparqlWriter, q: Query) -> str:
+    head = w.head(q)
+    body = w.nested(q.where)
+    mods = w.modifiers(q)
+    return "\n".join([f"{head} WHERE {body}", *mods])
+
+
+def _var(w: SparqlWriter, n: Var) -> str:
+    return w.var(n.name, n)
+
+
+def _iri(w: SparqlWriter, n: IRI) -> str:
+    return w.iri(n.value, n)
+
+
+def _placeholder(w: SparqlWriter, n: Placeholder) -> str:
+    try:
+        return w.iri(w.resolve_placeholder(n), n)
+    except _WriteError:
+        # Collected already; keep writing so every unresolved placeholder is reported at once.
+        return "<urn:x-kbqa:unresolved>"
+
+
+def _literal(w: SparqlWriter, n: Literal) -> str:
+    if not isinstance(n.value, str):
+        w.fail(n, f"literal value must be a string, got {type(n.value).__name__}")
+    if n.lang:
+        if not _LANG_RE.fullmatch(n.lang):
+            w.fail(n, f"invalid language tag {n.lang[:20]!r}")
+        return escape_string(n.value) + "@" + n.lang
+    if n.datatype:
+        form = _NUMERIC_FORMS.get(n.datatype)
+        if form is not None and form.fullmatch(n.value):
+            return n.value  # the bare form is both shorter and what people write
+        return escape_string(n.value) + "^^" + w.iri(n.datatype, n)
+    return escape_string(n.value)
+
+
+def _triple(w: SparqlWriter, n: Triple) -> str:
+    p = w.write(n.p)
+    if isinstance(n.p, PathMod | PathSeq | PathAlt | PathInv):
+        p = p if p.startswith("(") else f"({p})"
+    return f"{w.write(n.s)} {p} {w.write(n.o)} ."
+
+
+def _path_seq(w: SparqlWriter, n: PathSeq) -> str:
+    return "/".join(w.path_part(i) for i in n.items)
+
+
+def _path_alt(w: SparqlWriter, n: PathAlt) -> str:
+    return "|".join(w.path_part(i) for i in n.items)
+
+
+def _path_inv(w: SparqlWriter, n: PathInv) -> str:
+    return "^" + w.path_part(n.item)
+
+
+def _path_mod(w: SparqlWriter, n: PathMod) -> str:
+    if n.mod not in PATH_MODS:
+        w.fail(n, f"invalid path modifier {n.mod!r}; expected one of * + ?")
+    return w.path_part(n.item) + n.mod
+
+
+def _filter(w: SparqlWriter, n: Filter) -> str:
+    return f"FILTER({w.write(n.expr)})"
+
+
+def _bind(w: SparqlWriter, n: Bind) -> str:
+    return f"BIND({w.write(n.expr)} AS {w.write(n.var)})"
+
+
+def _optional(w: SparqlWriter, n: Optional) -> str:
+    return "OPTIONAL " + w.nested(n.group)
+
+
+def _minus(w: SparqlWriter, n: Minus) -> str:
+    return "MINUS " + w.nested(n.group)
+
+
+def _union(w: SparqlWriter, n: Union) -> str:
+    if len(n.groups) < 2:
+        w.fail(n, "UNION needs at least two groups")
+    return " UNION ".join(w.nested(g) for g in n.groups)
+
+
+def _group(w: SparqlWriter, n: Group) -> str:
+    return w.nested(n)
+
+
+def _values(w: SparqlWriter, n: Values) -> str:
+    names = " ".join(w.write(v) for v in n.vars)
+    rows = []
+    for row in n.rows:
+        if len(row) != len(n.vars):
+            w.fail(n, f"VALUES row has {len(row)} entries for {len(n.vars)} variables")
+        rows.append("(" + " ".join("UNDEF" if t is None else w.write(t) for t in row) + ")")
+    return f"VALUES ({names}) {{ " + " ".join(rows) + " }"
+
+
+def _subquery(w: SparqlWriter, n: SubQuery) -> str:
+    inner = "\n".join("  " + line for line in w.write(n.query).split("\n"))
+    return "{\n" + inner + "\n}"
+
+
+def _binary(w: SparqlWriter, n: BinaryOp) -> str:
+    if n.op not in BINARY_OPS:
+        w.fail(n, f"unknown operator {str(n.op)[:10]!r}")
+    return f"({w.write(n.left)} {n.op} {w.write(n.right)})"
+
+
+def _unary(w: SparqlWriter, n: UnaryOp) -> str:
+    if n.op not in UNARY_OPS:
+        w.fail(n, f"unknown operator {str(n.op)[:10]!r}")
+    return f"{n.op}({w.write(n.arg)})"
+
+
+def _call(w: SparqlWriter, n: Call) -> str:
+    name = str(n.name)
+    low, high = BUILTIN_ARITY.get(name.upper(), (1, 1))
+    if name.upper() not in BUILTINS and not (name.startswith("xsd:") and name[4:] in CASTS):
+        w.fail(n, f"unknown function {name[:30]!r}")
+    if not low <= len(n.args) <= high:
+        w.fail(n, f"{name} takes {low}" + (f" to {high}" if high != low else "") + f" arguments, got {len(n.args)}")
+    if name.upper() == "BOUND" and not isinstance(n.args[0], Var):
+        w.fail(n, "BOUND takes a variable")
+    args = ", ".join(w.write(a) for a in n.args)
+    if name.upper() in BUILTINS:
+        return f"{name.upper()}({args})"
+    return f"{w.iri(XSD + name[4:], n)}({args})"
+
+
+def _in(w: SparqlWriter, n: In) -> str:
+    items = ", ".join(w.write(i) for i in n.items)
+    return f"({w.write(n.expr)} {'NOT IN' if n.negated else 'IN'} ({items}))"
+
+
+def _exists(w: SparqlWriter, n: Exists) -> str:
+    return ("NOT EXISTS " if n.negated else "EXISTS ") + w.nested(n.group)
+
+
+def _aggregate(w: SparqlWriter, n: Aggregate) -> str:
+    name = str(n.name).upper()
+    if name not in AGGREGATES:
+        w.fail(n, f"unknown aggregate {str(n.name)[:20]!r}")
+    arg = "*" if n.arg is None else w.write(n.arg)
+    if arg == "*" and name != "COUNT":
+        w.fail(n, f"{name}(*) is not SPARQL; only COUNT(*)")
+    sep = f"; SEPARATOR={escape_string(n.separator)}" if n.separator is not None and name == "GROUP_CONCAT" else ""
+    return f"{name}({'DISTINCT ' if n.distinct else ''}{arg}{sep})"
+
+
+def _projection(w: SparqlWriter, n: Projection) -> str:
+    return f"({w.write(n.expr)} AS {w.write(n.var)})"
+
+
+def _order_key(w: SparqlWriter, n: OrderKey) -> str:
+    return f"{'DESC' if n.descending else 'ASC'}({w.write(n.expr)})"
+
+
+SparqlWriter.TRANSFORMS = {
+    Query: _query,
+    Var: _var,
+    IRI: _iri,
+    Placeholder: _placeholder,
+    Literal: _literal,
+    Triple: _triple,
+    PathSeq: _path_seq,
+    PathAlt: _path_alt,
+    PathInv: _path_inv,
+    PathMod: _path_mod,
+    Filter: _filter,
+    Bind: _bind,
+    Optional: _optional,
+    Minus: _minus,
+    Union: _union,
+    Group: _group,
+    Values: _values,
+    SubQuery: _subquery,
+    BinaryOp: _binary,
+    UnaryOp: _unary,
+    Call: _call,
+    In: _in,
+    Exists: _exists,
+    Aggregate: _aggregate,
+    Projection: _projection,
+    OrderKey: _order_key,
+}
+
+
+def write_sparql(query: Query, profile: KBProfile | str = "wikidata", mapping: dict[str, str] | None = None,
+                 *, rename_vars: bool = True) -> WriteResult:
+    """Write `query` as SPARQL for `profile`, placeholders resolved through `mapping`
+    (`{placeholder name: IRI}`, full or prefixed). Never raises on a bad Plan: problems are
+    returned in `WriteResult.errors` (stage "assemble", with the AC of the offending node)."""
+    writer = SparqlWriter(get_profile(profile), mapping, rename_vars=rename_vars)
+    text = writer.write_query_text(query)
+    return WriteResult(sparql=text, errors=writer.errors, var_map=dict(writer.var_map))

@@ -1,0 +1,281 @@
+"""One reader per benchmark format: parsed JSON / TSV lines -> Records (see eval/README.md, "Loaders")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from eval.loaders_sparql import prepare_gold_sparql
+from eval.records import Record, Term, clean_term, literal, rows_from_bindings, uri
+from kb_dumps.errors import KBQAError
+from kb_dumps.profiles import FREEBASE_NS, WIKIDATA_PREFIXES, detect_profile
+
+WD = WIKIDATA_PREFIXES["wd"]
+WDT = WIKIDATA_PREFIXES["wdt"]
+_IRI = re.compile(r"https?://[^\s<>\"{}|^`\\]+")
+# LC-QuAD 2.0 marks questions its annotators could not verbalise as "n/a", "na", "N / A N / A", [].
+_NO_TEXT = {"", "na", "nana", "[]", "none", "null"}
+
+
+def fail(path: Path, message: str, rec_id: Any = None, line: int | None = None) -> KBQAError:
+    """A malformed-file error naming the file and the record (or line)."""
+    where = f"record {rec_id}: " if rec_id is not None else ""
+    return KBQAError(f"{where}{message}", stage="parse", file=str(path), line=line,
+                     qid=None if rec_id is None else str(rec_id))
+
+
+def text_or_none(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    s = " ".join(value.split())
+    return None if re.sub(r"[\s/]", "", s).lower() in _NO_TEXT else s
+
+
+def make_record(rec_id: Any, questions: dict[str, str], sparql: str | None, *, kb: str, dataset: str,
+                meta: dict[str, Any] | None = None, answers: list | None = None, answer_vars: list[str] | None = None,
+                boolean: bool | None = None, check_syntax: bool = True) -> Record:
+    """Build a Record, preparing the gold query and deciding usability (reason kept, never dropped)."""
+    meta = dict(meta or {})
+    meta["kb"] = kb
+    prepared = prepare_gold_sparql(sparql, kb=kb, check_syntax=check_syntax)
+    if prepared.notes:
+        meta["sparql_notes"] = prepared.notes
+        meta["original_sparql"] = sparql
+    rec = Record(id=str(rec_id), questions={k: v for k, v in questions.items() if v}, sparql=prepared.sparql,
+                 answers=answers, dataset=dataset, meta=meta, answer_vars=list(answer_vars or []), boolean=boolean)
+    if not rec.questions:
+        rec.usable, rec.reason = False, "no question text in the file"
+    elif prepared.reason:
+        rec.usable, rec.reason = False, prepared.reason
+    elif rec.sparql is None and not rec.has_gold_answers:
+        rec.usable, rec.reason = False, "neither a gold SPARQL query nor gold answers"
+    return rec
+
+
+def file_kb(path: Path, sparqls: list[str | None]) -> str:
+    """The KB profile a file's queries are written for, from the IRIs they use (prefixed wd: counts)."""
+    iris: list[str] = []
+    for q in sparqls[:200]:
+        if q:
+            iris.extend(_IRI.findall(q))
+            if re.search(r"(?<![\w])(wd|wdt|p|ps|pq):[PQ]\d", q):
+                iris.append(WD)
+    return detect_profile(iris) if iris else "wikidata"
+
+
+# ---- QALD JSON (QALD-7/9-plus/10, BESTIARY) and its flat variant [{id, question, sparql}] --------
+def _qald_answers(path: Path, rid: Any, raw: Any) -> tuple[list | None, list[str], bool | None]:
+    if raw is None or raw == []:
+        return None, [], None
+    if not isinstance(raw, list) or not isinstance(raw[0], dict):
+        raise fail(path, "'answers' must be a list of SPARQL-JSON results", rid)
+    first = raw[0]
+    if "boolean" in first:
+        return [], [], bool(first["boolean"])
+    bindings = (first.get("results") or {}).get("bindings")
+    if not isinstance(bindings, list):
+        raise fail(path, "answer without 'results.bindings' or 'boolean'", rid)
+    names, rows = rows_from_bindings(bindings, (first.get("head") or {}).get("vars"))
+    return rows, names, None
+
+
+def _qald_questions(path: Path, rid: Any, q: dict) -> dict[str, str]:
+    raw = q.get("question")
+    if isinstance(raw, str):
+        return {"en": text_or_none(raw) or ""}
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise fail(path, "'question' must be a string or a list of {language, string}", rid)
+    out: dict[str, str] = {}
+    for e in raw:
+        if not isinstance(e, dict) or "language" not in e:
+            raise fail(path, "each 'question' entry needs 'language' and 'string'", rid)
+        out[str(e["language"])] = text_or_none(e.get("string")) or ""
+    return out
+
+
+def load_qald(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+    file_id = None
+    if isinstance(data, dict):
+        items = data.get("questions")
+        file_id = (data.get("dataset") or {}).get("id")
+    else:
+        items = data
+    if not isinstance(items, list):
+        raise fail(path, "QALD JSON needs a 'questions' list")
+
+    def sparql_of(q: dict) -> str | None:
+        query = q.get("query")
+        if isinstance(query, dict):
+            return query.get("sparql")
+        return query if isinstance(query, str) else q.get("sparql")
+
+    kb = file_kb(path, [sparql_of(q) for q in items if isinstance(q, dict)])
+    out = []
+    for i, q in enumerate(items):
+        if not isinstance(q, dict) or q.get("id") is None:
+            raise fail(path, "not a QALD question object with an 'id'", f"#{i + 1}")
+        rid = q["id"]
+        rows, names, boolean = _qald_answers(path, rid, q.get("answers"))
+        meta = {k: q[k] for k in ("answertype", "aggregation", "onlydbo", "hybrid") if k in q}
+        if file_id:
+            meta["dataset_id"] = file_id
+        out.append(make_record(rid, _qald_questions(path, rid, q), sparql_of(q), kb=kb, dataset=dataset, meta=meta,
+                               answers=rows, answer_vars=names, boolean=boolean, check_syntax=check_syntax))
+    return out
+
+
+# ---- LC-QuAD 2.0 ---------------------------------------------------------------------------------
+def load_lcquad2(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+    out = []
+    for i, q in enumerate(data):
+        if not isinstance(q, dict) or "uid" not in q or "sparql_wikidata" not in q:
+            raise fail(path, "LC-QuAD 2.0 records need 'uid' and 'sparql_wikidata'", q.get("uid", f"#{i + 1}")
+                       if isinstance(q, dict) else f"#{i + 1}")
+        text = text_or_none(q.get("question")) or text_or_none(q.get("paraphrased_question"))
+        meta = {"intermediate_sparql": q.get("intermediate_sparql"),
+                "paraphrased_question": text_or_none(q.get("paraphrased_question"))}
+        if q.get("NNQT_question"):
+            meta["nnqt_question"] = q["NNQT_question"]
+        rec = make_record(q["uid"], {"en": text or ""}, q["sparql_wikidata"], kb="wikidata", dataset=dataset,
+                          meta=meta, check_syntax=check_syntax)
+        if not text:
+            rec.reason = f"no question text in the file (question {q.get('question')!r}, paraphrase " \
+                         f"{q.get('paraphrased_question')!r})"
+        out.append(rec)
+    return out
+
+
+# ---- WikiWebQuestions (train/dev, and the WikiSP alignment file) ----------------------------------
+_ALIGN_QUERY = re.compile(r"Query:\s*(.*?)\s*(?:\nEntities:|$)", re.S)
+_ALIGN_ENTITY = re.compile(r"\s*(.+?) with QID (Q\d+);")
+
+
+def load_wwq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+    out = []
+    for i, q in enumerate(data):
+        if not isinstance(q, dict) or "id" not in q or "sparql" not in q:
+            raise fail(path, "WikiWebQuestions records need 'id' and 'sparql'",
+                       q.get("id", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
+        meta: dict[str, Any] = {}
+        if "utterance" in q:
+            text = text_or_none(q["utterance"])
+        else:  # WikiSP alignment: "Query: <question>\nEntities:<label> with QID <Q>; ..."
+            m = _ALIGN_QUERY.search(str(q.get("input", "")))
+            text = text_or_none(m.group(1)) if m else None
+            tail = str(q.get("input", "")).split("Entities:", 1)
+            meta["entities"] = {lab: qid for lab, qid in _ALIGN_ENTITY.findall(tail[1])} if len(tail) > 1 else {}
+            meta["sparql_with_names"] = q.get("output")
+        rows, names = (None, [])
+        if "results" in q:
+            if not isinstance(q["results"], list):
+                raise fail(path, "'results' must be a list of bindings", q["id"])
+            names, rows = rows_from_bindings(q["results"])
+        out.append(make_record(q["id"], {"en": text or ""}, q["sparql"], kb="wikidata", dataset=dataset, meta=meta,
+                               answers=rows, answer_vars=names, check_syntax=check_syntax))
+    return out
+
+
+# ---- RuBQ 1.0 / 2.0 --------------------------------------------------------------------------------
+def load_rubq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+    out = []
+    for i, q in enumerate(data):
+        if not isinstance(q, dict) or "uid" not in q or "question_text" not in q:
+            raise fail(path, "RuBQ records need 'uid' and 'question_text'",
+                       q.get("uid", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
+        answers = q.get("answers")
+        if answers is not None and (not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers)):
+            raise fail(path, "'answers' must be a list of terms", q["uid"])
+        rows = None if answers is None else [[clean_term(a)] for a in answers]
+        tags = list(q.get("tags") or [])
+        meta = {"tags": tags, "answer_text": q.get("answer_text"), "question_uris": q.get("question_uris"),
+                "question_props": q.get("question_props")}
+        if "no-answer" in tags:  # RuBQ's unanswerable questions: the gold is the empty answer set
+            meta["no_answer"] = True
+        out.append(make_record(q["uid"], {"ru": text_or_none(q["question_text"]) or "",
+                                          "en": text_or_none(q.get("question_eng")) or ""},
+                               q.get("query"), kb="wikidata", dataset=dataset, meta=meta, answers=rows,
+                               answer_vars=["answer"], check_syntax=check_syntax))
+    return out
+
+
+# ---- GrailQA / ComplexWebQuestions (Freebase) -----------------------------------------------------
+def _freebase_term(value: str, is_entity: bool | None = None) -> Term:
+    if is_entity or (is_entity is None and re.fullmatch(r"[mg]\.[0-9a-z_]+", value)):
+        return uri(FREEBASE_NS + value)
+    return literal(value)
+
+
+def load_grailqa(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+    out = []
+    for i, q in enumerate(data):
+        rid = (q.get("qid", q.get("ID")) if isinstance(q, dict) else None)
+        if rid is None or not isinstance(q, dict):
+            raise fail(path, "GrailQA/CWQ records need 'qid' (GrailQA) or 'ID' (CWQ)", f"#{i + 1}")
+        sparql = q.get("sparql_query", q.get("sparql"))
+        raw = q.get("answer", q.get("answers"))
+        rows = None
+        if raw is not None:
+            if not isinstance(raw, list):
+                raise fail(path, "'answer' must be a list", rid)
+            rows = []
+            for a in raw:
+                if not isinstance(a, dict):
+                    raise fail(path, "each answer must be an object", rid)
+                if "answer_argument" in a:  # GrailQA
+                    rows.append([_freebase_term(str(a["answer_argument"]), a.get("answer_type") == "Entity")])
+                elif "answer_id" in a:  # CWQ
+                    rows.append([_freebase_term(str(a["answer_id"]))])
+                else:
+                    raise fail(path, "answer without 'answer_argument' or 'answer_id'", rid)
+        meta = {k: q[k] for k in ("s_expression", "function", "level", "domains", "topic_entity",
+                                  "compositionality_type", "machine_question") if k in q}
+        out.append(make_record(rid, {"en": text_or_none(q.get("question")) or ""}, sparql, kb="freebase",
+                               dataset=dataset, meta=meta, answers=rows, answer_vars=["value"],
+                               check_syntax=check_syntax))
+    return out
+
+
+# ---- SimpleQuestions-Wikidata TSV -----------------------------------------------------------------
+_SQ_ID = re.compile(r"Q\d+")
+_SQ_PROP = re.compile(r"[PR]\d+")
+
+
+def load_simplequestions(path: Path, lines: list[str], dataset: str, check_syntax: bool) -> list[Record]:
+    """`subject \\t property \\t object \\t question`; `R123` is the inverse of `P123`."""
+    out = []
+    stem = path.name.split(".")[0]
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        rid = f"{stem}-{n}"
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) < 4:
+            raise fail(path, f"expected 4 tab-separated fields (subject, property, object, question), "
+                             f"found {len(parts)}", rid, line=n)
+        s, p, o, question = parts[0].strip(), parts[1].strip(), parts[2].strip(), "\t".join(parts[3:])
+        if not (_SQ_ID.fullmatch(s) and _SQ_PROP.fullmatch(p) and _SQ_ID.fullmatch(o)):
+            raise fail(path, f"expected Q-id, P/R-id, Q-id, found {s!r}, {p!r}, {o!r}", rid, line=n)
+        pid = "P" + p[1:]
+        if p.startswith("R"):  # inverse: the question asks for a subject of (?x, P, S)
+            sparql = f"SELECT ?x WHERE {{ ?x <{WDT}{pid}> <{WD}{s}> . }}"
+        else:
+            sparql = f"SELECT ?x WHERE {{ <{WD}{s}> <{WDT}{pid}> ?x . }}"
+        meta = {"subject": s, "property": pid, "object": o, "inverse": p.startswith("R"),
+                # The file gives one object; the KB may hold more answers for the same (s, p).
+                "answers_partial": True}
+        out.append(make_record(rid, {"en": text_or_none(question) or ""}, sparql, kb="wikidata", dataset=dataset,
+                               meta=meta, answers=[[uri(WD + o)]], answer_vars=["x"], check_syntax=False))
+    return out
+
+
+READERS = {
+    "qald": load_qald,
+    "lcquad2": load_lcquad2,
+    "wwq": load_wwq,
+    "rubq": load_rubq,
+    "grailqa": load_grailqa,
+    "simplequestions": load_simplequestions,
+}

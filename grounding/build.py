@@ -1,0 +1,193 @@
+"""Build or update the grounding index of a store (`kbqa index`): vectors incrementally, lexicon in full."""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder, row_texts
+from grounding.lexical_index import LexicalIndex
+from grounding.vector_index import KINDS, VectorIndex
+from kb_dumps.errors import KBQAError
+from kb_dumps.ingest import store_lock
+from kb_dumps.label_memory import LabelMemory, LabelRow
+from kb_dumps.layout import StoreLayout
+
+INDEX_FORMAT = 1
+log = logging.getLogger(__name__)
+
+
+def index_dir(store_dir: str | Path) -> Path:
+    """`<store>/current/index` (or `<store>/index` for a bare store directory); see kb_dumps/layout.py."""
+    return StoreLayout.of(store_dir).index_dir
+
+
+def open_memory(store_dir: str | Path) -> LabelMemory:
+    path = StoreLayout.of(store_dir).labels
+    if not path.is_file():
+        raise KBQAError(f"no label memory at {path}; build the store first with `kbqa ingest SOURCE --store "
+                        f"{store_dir}`", stage="ground", file=str(path))
+    return LabelMemory(path, readonly=True)
+
+
+def read_meta(store_dir: str | Path) -> dict | None:
+    path = index_dir(store_dir) / "meta.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class IndexStats:
+    """What one `kbqa index` run did, as plain data."""
+
+    store: str
+    model: str
+    generation: int  # label-memory generation the index now reflects
+    rows: int  # rows in the label memory
+    names: int  # labels + aliases in the lexical index
+    vectors: int  # live vectors in the vector index
+    embedded_rows: int  # rows (re-)embedded by this run
+    embedded_texts: int
+    rebuilt: bool
+    seconds: float
+    rows_per_s: float
+    peak_rss_mb: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> IndexStats:
+        return cls(**d)
+
+
+def _progress(total: int, show: bool | None, desc: str):  # noqa: ANN202 - a tqdm bar or a no-op
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="row", disable=not (sys.stderr.isatty() if show is None else show))
+
+
+def _chunks(rows: Iterator[LabelRow], size: int) -> Iterator[list[LabelRow]]:
+    chunk: list[LabelRow] = []
+    for r in rows:
+        chunk.append(r)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def embed_rows(vi: VectorIndex, rows: list[LabelRow], embedder: Embedder, batch_size: int = 64) -> int:
+    """Embed `label: description` and each `alias: description` of some rows into the vector index."""
+    texts: list[str] = []
+    rowids: list[int] = []
+    alias: list[bool] = []
+    kinds: list[str] = []
+    for r in rows:
+        for i, t in enumerate(row_texts(r.label, r.description, r.aliases)):
+            texts.append(t)
+            rowids.append(int(r.rowid or 0))
+            alias.append(i > 0 or not r.label)
+            kinds.append(r.kind if r.kind in KINDS else "entity")
+    if not texts:
+        return 0
+    vecs = embedder.encode(texts, batch_size=batch_size, progress=False)
+    rid, al, kd = np.asarray(rowids, dtype=np.int64), np.asarray(alias, dtype=bool), np.asarray(kinds)
+    for kind in KINDS:
+        m = kd == kind
+        if m.any():
+            vi.add(kind, rid[m], vecs[m], al[m])
+    return len(texts)
+
+
+def build_lexical(memory: LabelMemory) -> LexicalIndex:
+    return LexicalIndex.build([(int(r.rowid or 0), r.kind, r.label, r.aliases) for r in memory.iter_rows()])
+
+
+def _swap_in(tmp: Path, final: Path) -> None:
+    """Replace a folder atomically enough: readers memory-map the old files, so never rewrite them in place."""
+    old = final.with_name(final.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: bool = False, batch_size: int = 64,
+                chunk_rows: int = 4096, progress: bool | None = None,
+                on_chunk: Callable[[int], None] | None = None) -> IndexStats:
+    """Build `<store>/index/`, or bring it up to date: rows whose generation is newer than the index's
+    are re-embedded (their old vectors marked deleted); the lexical index is rebuilt (it is cheap)."""
+    open_memory(store_dir).close()  # a clear error for a missing store before any lock file is made
+    # the writer lock: `ingest --append` copies the index into its new version and must not see half of it
+    with store_lock(StoreLayout.of(store_dir).root):
+        return _build(store_dir, model or DEFAULT_MODEL, rebuild, batch_size, chunk_rows, progress, on_chunk)
+
+
+def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, chunk_rows: int,
+           progress: bool | None, on_chunk: Callable[[int], None] | None) -> IndexStats:
+    t0 = time.perf_counter()
+    folder = index_dir(store_dir)
+    memory = open_memory(store_dir)
+    try:
+        meta = read_meta(store_dir)
+        mem_gen = memory.generation
+        fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or meta.get("model") != model
+                 or not VectorIndex.exists(folder))
+        if meta is not None and not rebuild and meta.get("model") != model:
+            log.warning("the index was built with %s; rebuilding it with %s", meta.get("model"), model)
+        since = -1 if fresh else int(meta["generation"])  # type: ignore[index]
+        total = memory.count_since(since)
+        if not fresh and total == 0 and mem_gen == since:
+            return IndexStats(str(store_dir), model, since, len(memory), int(meta.get("names", 0)),  # type: ignore[union-attr]
+                              int(meta.get("vectors", 0)), 0, 0, False, time.perf_counter() - t0, 0.0,  # type: ignore[union-attr]
+                              _peak_mb())
+        embedder = get_embedder(model)
+        vi = VectorIndex(dim=embedder.dim) if fresh else VectorIndex.load(folder)
+        embedded_texts = 0
+        with _progress(total, progress, "embedding") as bar:
+            for chunk in _chunks(memory.iter_rows(since), chunk_rows):
+                if not fresh:
+                    vi.remove_rows(np.asarray([r.rowid for r in chunk], dtype=np.int64))
+                embedded_texts += embed_rows(vi, chunk, embedder, batch_size)
+                bar.update(len(chunk))
+                if on_chunk:
+                    on_chunk(len(chunk))
+        lex = build_lexical(memory)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / "lexical.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        lex.save(tmp)
+        _swap_in(tmp, folder / "lexical")
+        vi.save(folder)
+        vectors = sum(s.live for s in vi.state.values())
+        new_meta = {"format": INDEX_FORMAT, "model": model, "dim": vi.dim, "generation": mem_gen,
+                    "rows": len(memory), "names": len(lex), "vectors": vectors, "built_at": time.time()}
+        tmp_meta = folder / "meta.json.tmp"
+        tmp_meta.write_text(json.dumps(new_meta, indent=1), encoding="utf-8")
+        tmp_meta.replace(folder / "meta.json")  # written last: an interrupted build is redone next time
+        secs = time.perf_counter() - t0
+        return IndexStats(str(store_dir), model, mem_gen, len(memory), len(lex), vectors, total, embedded_texts,
+                          fresh, secs, total / secs if secs else 0.0, _peak_mb())
+    finally:
+        memory.close()
+
+
+def _peak_mb() -> float:
+    # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

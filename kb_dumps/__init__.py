@@ -1,0 +1,1 @@
+"""kb_dumps package."""

@@ -1,0 +1,3 @@
+"""kbqa: offline-first knowledge-graph question answering with checked SPARQL."""
+
+__version__ = "0.1.0"

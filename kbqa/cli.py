@@ -1,0 +1,69 @@
+"""The `kbqa` command: verbs from `kbqa.commands`, shared conventions, no traceback reaches a user."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+from kb_dumps.errors import EXIT_BACKEND, EXIT_USAGE, KBQAError
+from kbqa.commands import VERBS
+
+EPILOG = """examples:
+  kbqa ingest --sample wikidata-mini           build the bundled sample KB
+  kbqa sparql "SELECT * WHERE { ?s ?p ?o } LIMIT 5"
+  kbqa ingest dump.nt.gz --store kb/           load your own dump
+
+exit codes: 0 success, 1 no answer, 2 usage error, 3 bad input, 4 backend or store failure"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kbqa",
+        description="Offline-first knowledge-graph question answering with checked SPARQL.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeat for debug)")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for verb in VERBS:
+        try:
+            module = importlib.import_module(f"kbqa.commands.{verb}")
+        except ModuleNotFoundError as e:
+            if e.name == f"kbqa.commands.{verb}":
+                continue  # this verb has not landed yet
+            raise
+        p = module.add_parser(sub)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from disk; never from a hub at run time
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2), format="%(levelname)s %(message)s")
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args) or 0)
+    except KBQAError as e:
+        for info in e.errors:
+            print(f"error: {info}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (OSError, MemoryError) as e:
+        if args.verbose:
+            raise
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""`kbqa index`: build or update the grounding index (vectors + lexicon) of a store's label memory."""
+
+from __future__ import annotations
+
+import argparse
+
+from kb_dumps.errors import EXIT_OK
+from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store
+
+EXAMPLE = """examples:
+  kbqa index                                   index the default store (incremental)
+  kbqa index --store kb/ --rebuild             re-embed every row from scratch
+  kbqa index --store kb/ --format json         print what was done as JSON"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "index", help="build the grounding index of a store",
+        description="Embed the label memory (label: description, and each alias) into an HNSW vector index and "
+                    "build the lexical index, under <store>/index/. Rows added by `kbqa ingest --append` are "
+                    "embedded incrementally.",
+        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_store_flag(p)
+    p.add_argument("--rebuild", action="store_true", help="drop the index and embed every row again")
+    p.add_argument("--model", default=None, help="sentence-transformers model name or folder "
+                                                 "(default: setting KBQA_EMBEDDING_MODEL)")
+    p.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch (default 64)")
+    add_format_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from grounding.build import build_index
+    from kbqa.config import get_settings
+
+    settings = get_settings()
+    store = resolve_store(args.store)
+    stats = build_index(store, model=args.model or settings.embedding_model, rebuild=args.rebuild,
+                        batch_size=args.batch_size)
+    if args.format == "json":
+        print_json(stats.to_dict())
+    elif stats.embedded_rows == 0 and not stats.rebuilt:
+        print(f"index of {store} is up to date (generation {stats.generation}, {stats.rows} rows, "
+              f"{stats.vectors} vectors)")
+    else:
+        print(f"indexed {stats.embedded_rows} rows ({stats.embedded_texts} texts) of {store} in {stats.seconds:.1f} s "
+              f"({stats.rows_per_s:.0f} rows/s); {stats.vectors} vectors, {stats.names} names; "
+              f"generation {stats.generation}; peak memory {stats.peak_rss_mb:.0f} MB")
+    return EXIT_OK

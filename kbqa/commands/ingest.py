@@ -1,0 +1,76 @@
+"""`kbqa ingest`: load dumps (or a bundled sample) into a store and write its label memory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kb_dumps.errors import KBQAError
+from kb_dumps.ingest import ingest
+from kb_dumps.readers import FORMATS
+from kb_dumps.samples import SAMPLES, get_sample
+from kbqa.commands.common import add_format_flag, print_json, subparser
+from kbqa.config import get_settings
+
+
+def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
+    p = subparser(sub, "ingest", "load RDF / Wikidata JSON / Freebase dumps into a store and build its label memory",
+                  "kbqa ingest latest-all.json.gz --store kb/ --lang en,de\n"
+                  "  kbqa ingest --sample wikidata-mini\n"
+                  "  kbqa ingest more.nt.gz --store kb/ --append")
+    p.add_argument("sources", nargs="*", type=Path, metavar="SOURCE",
+                   help="dump files: .nt .nq .ttl .rdf/.owl/.xml (RDF/XML), .json (Wikidata, one entity per line), "
+                        "Freebase RDF; each may be .gz or .bz2")
+    p.add_argument("--sample", choices=sorted(SAMPLES), help="build a bundled sample KB instead of SOURCEs")
+    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+                   help="store directory (default: .kbqa/stores/<sample> for --sample)")
+    p.add_argument("--profile", help="KB profile: wikidata, freebase, generic, or a JSON override file "
+                                     "(default: detected from the IRIs)")
+    p.add_argument("--source-format", choices=sorted(FORMATS), help="format of every SOURCE (default: from the name)")
+    p.add_argument("--append", action="store_true", help="add SOURCEs to an existing store")
+    p.add_argument("--replace", action="store_true", help="rebuild the store from SOURCEs only")
+    p.add_argument("--skip-bad-lines", action="store_true",
+                   help="line-based formats: count and report malformed lines instead of stopping")
+    p.add_argument("--lang", default="en", help="label languages, preferred first (default: en)")
+    p.add_argument("--wait", action="store_true", help="wait for another writer instead of failing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_format_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.sample:
+        if args.sources:
+            raise KBQAError("give SOURCE files or --sample, not both", stage="usage")
+        sample = get_sample(args.sample)
+        sources, profile = sample.paths(), args.profile or sample.profile
+        store = args.store or get_settings().stores_dir / sample.name
+    else:
+        if not args.sources:
+            raise KBQAError("nothing to ingest: give SOURCE files or --sample NAME", stage="usage")
+        if args.store is None:
+            raise KBQAError("--store DIR is required with SOURCE files", stage="usage")
+        sources, profile, store = args.sources, args.profile, args.store
+    formats = {str(s): args.source_format for s in sources} if args.source_format else None
+    report = ingest(sources, store, profile=profile, append=args.append, replace=args.replace,
+                    skip_bad_lines=args.skip_bad_lines, languages=tuple(x.strip() for x in args.lang.split(",") if x.strip()),
+                    formats=formats, progress=False if args.no_progress else None, wait=args.wait)
+    if args.format == "json":
+        print_json(report.to_dict())
+        return 0
+    for s in report.sources:
+        line = f"{s.name}: {s.status}, {s.triples:,} triples"
+        if s.status == "loaded" and s.seconds:
+            line += f" in {s.seconds:.1f} s ({s.triples / max(s.seconds, 1e-9):,.0f} triples/s)"
+        if s.skipped:
+            line += f", {s.skipped} malformed lines skipped"
+        print(line)
+        for lineno, reason in s.skipped_examples[:5]:
+            print(f"  skipped {s.path}:{lineno}: {reason}", file=sys.stderr)
+    if report.changed:
+        print(f"store {report.store} ({report.profile}): {report.triples_added:,} triples added, "
+              f"{report.label_rows:,} label-memory rows")
+    else:
+        print(f"store {report.store}: already up to date (same content), nothing changed")
+    return 0

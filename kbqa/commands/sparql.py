@@ -1,0 +1,92 @@
+"""`kbqa sparql`: run a SPARQL query on a store and print a table (or json/csv/tsv)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+
+from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
+from kb_dumps.layout import StoreLayout
+from kb_dumps.profiles import get_profile
+from kb_dumps.store import DEFAULT_ROW_CAP, QueryResult, Term
+from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+
+
+def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
+    p = subparser(sub, "sparql", "run a read-only SPARQL query on a store",
+                  'kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --format json')
+    p.add_argument("query", help="the SPARQL query, or @FILE to read it from a file; standard prefixes of the "
+                                 "store's KB profile are added when missing")
+    add_store_flag(p)
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds before the query is stopped (default 10)")
+    p.add_argument("--limit", type=int, default=DEFAULT_ROW_CAP, help=f"row cap (default {DEFAULT_ROW_CAP})")
+    add_format_flag(p, ("text", "json", "csv", "tsv"))
+    return p
+
+
+def with_prefixes(query: str, prefixes: dict[str, str]) -> str:
+    """Declare the profile's prefixes the query uses but does not declare (gold queries often omit them)."""
+    import re
+
+    declared = {m.group(1) for m in re.finditer(r"(?i)PREFIX\s+([A-Za-z][\w.-]*)?\s*:", query)}
+    head = [f"PREFIX {p}: <{ns}>" for p, ns in prefixes.items()
+            if p not in declared and re.search(rf"(?<![\w<]){re.escape(p)}:", query)]
+    return "\n".join([*head, query]) if head else query
+
+
+def cell(term: Term | None, profile) -> str:  # noqa: ANN001
+    if term is None:
+        return ""
+    if term["type"] == "uri":
+        return profile.compact(term["value"])
+    if term["type"] == "bnode":
+        return "_:" + term["value"]
+    v = term["value"]
+    if "xml:lang" in term:
+        return f"{v}@{term['xml:lang']}"
+    return v
+
+
+def print_table(res: QueryResult, profile, fmt: str) -> None:  # noqa: ANN001
+    if res.kind == "ask":
+        print("true" if res.boolean else "false")
+        return
+    rows = [[cell(t, profile) for t in row] for row in res.rows]
+    if fmt in ("csv", "tsv"):
+        w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        w.writerow(res.vars)
+        w.writerows(rows)
+        return
+    widths = [max([len(v) + 1] + [min(len(r[i]), 60) for r in rows]) for i, v in enumerate(res.vars)]
+    print("  ".join(("?" + v).ljust(w) for v, w in zip(res.vars, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join((c if len(c) <= 60 else c[:57] + "...").ljust(w) for c, w in zip(r, widths, strict=True)))
+    note = f"{len(rows)} row(s) in {res.elapsed_s * 1000:.0f} ms"
+    if res.truncated:
+        note += f" (cut at the row cap of {len(rows)}; raise it with --limit)"
+    print(note, file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kb_dumps.store import LocalStore
+
+    query = args.query
+    if query.startswith("@"):
+        try:
+            with open(query[1:], encoding="utf-8") as f:
+                query = f.read()
+        except OSError as e:
+            raise KBQAError(f"cannot read the query file: {e.strerror}", file=query[1:]) from None
+    store_dir = resolve_store(args.store)
+    layout = StoreLayout.of(store_dir)
+    profile = get_profile(layout.profile_name)
+    query = with_prefixes(query, profile.prefixes)
+    with LocalStore(store_dir, timeout_s=args.timeout, row_cap=args.limit) as store:
+        res = store.query(query)
+    if args.format == "json":
+        print_json(res.to_dict())
+    else:
+        print_table(res, profile, args.format)
+    return EXIT_NO_ANSWER if res.empty else 0

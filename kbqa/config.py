@@ -1,0 +1,35 @@
+"""Settings: one typed object read from the environment (KBQA_*) and an optional `kbqa.toml`/JSON file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting is documented where it is declared; environment variables are `KBQA_<NAME>`."""
+
+    model_config = SettingsConfigDict(env_prefix="KBQA_", env_file=".env", extra="ignore")
+
+    # Where bundled stores, indexes, model caches live (the default store is <home>/stores/wikidata-mini).
+    home: Path = Field(default=Path(".kbqa"))
+    # The bundled sample KB used when no --store is given; built on first use.
+    default_sample: str = "wikidata-mini"
+    # Query time budget (seconds) and row cap for every query the engine runs.
+    query_timeout_s: float = 10.0
+    row_cap: int = 10_000
+    # Sentence-transformers model (name or path) for the vector index and the case bank.
+    embedding_model: str = "all-MiniLM-L6-v2"
+
+    @property
+    def stores_dir(self) -> Path:
+        return self.home / "stores"
+
+    def default_store(self) -> Path:
+        return self.stores_dir / self.default_sample
+
+
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,398 @@
+"""DeSQ front-end: the model's text (or JSON) → a Plan, with every problem collected as an ErrorInfo.
+
+Tolerant of how models write (code fences, lowercase or colon headers, blank lines, `?var` gaps,
+a missing final `.`), strict about meaning (placeholders grounded, ACs with fragments, projected
+variables bound, kinds in the right positions). `parse_desq` never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from assembler.plan import KINDS, Group, Node, Placeholder, Query, walk
+from kb_dumps.errors import ErrorInfo
+from kbqa.frontends.desq_check import validate
+from kbqa.frontends.desq_fragments import KNOWN_PREFIXES, Fragment, FragmentError, parse_fragment
+
+FORMAT = "desq/1"
+MAX_ERRORS = 50
+
+_FENCE_RE = re.compile(r"^\s*```")
+_FORMAT_RE = re.compile(r"^\s*format\s*:?\s*(\S+)\s*$", re.I)
+_HEADER_RE = re.compile(
+    r"^[\s#*_>-]*(atomic[\s_]+constraints?|constraints|fragments?|grounding)[\s*_]*:?[\s*_]*$", re.I)
+_AC_TEXT_RE = re.compile(r"^[\s*\-]*(AC\s*\d+)\s*[:.)\-]\s?(.*)$", re.I)
+_AC_FRAG_RE = re.compile(r"^[\s*\-]*(AC\s*\d+)\s*(?:=>|->|:)\s?(.*)$", re.I)
+_GROUND_RE = re.compile(r"^[\s*\-]*\[([^\]]*)\]\s*([A-Za-z]*)\s*(.*)$")
+_NULL_URIS = {"", "none", "null", "-", "n/a", "unknown", "?"}
+
+
+@dataclass
+class Constraint:
+    """One atomic constraint: id, the sentence, and its fragment text (line = where it started)."""
+
+    id: str
+    text: str = ""
+    fragment: str = ""
+    line: int | None = None
+    fragment_line: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "text": self.text, "fragment": self.fragment}
+
+
+@dataclass
+class GroundingLine:
+    """`[name] kind | label | description | guessed-uri` as data (uri a full IRI or None)."""
+
+    name: str
+    kind: str
+    label: str = ""
+    description: str = ""
+    uri: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "label": self.label,
+                "description": self.description, "uri": self.uri}
+
+
+@dataclass
+class ParseResult:
+    """The Plan (None when any problem was found), all problems, and the parsed sections."""
+
+    plan: Query | None
+    errors: list[ErrorInfo] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+    grounding: list[GroundingLine] = field(default_factory=list)
+    format: str = FORMAT
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None and not self.errors
+
+    def to_dict(self) -> dict:
+        return {"format": self.format, "plan": self.plan.to_dict() if self.plan else None,
+                "errors": [e.to_dict() for e in self.errors],
+                "constraints": [c.to_dict() for c in self.constraints],
+                "grounding": [g.to_dict() for g in self.grounding]}
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.errors: list[ErrorInfo] = []
+        self.dropped = 0
+
+    def add(self, stage: str, message: str, *, line: int | None = None, ac: str | None = None) -> None:
+        if len(self.errors) >= MAX_ERRORS:
+            self.dropped += 1
+            return
+        self.errors.append(ErrorInfo(stage=stage, message=message, line=line, ac=ac))
+
+    def finish(self) -> list[ErrorInfo]:
+        if self.dropped:
+            self.errors.append(ErrorInfo("parse", f"{self.dropped} more problems not shown; fix these first"))
+        return self.errors
+
+
+def parse_desq(text: str) -> ParseResult:
+    """Parse DeSQ text (or its JSON form, detected by a leading `{`) into a Plan. Never raises."""
+    errs = _Collector()
+    try:
+        if not isinstance(text, str):
+            errs.add("parse", f"expected DeSQ text, got {type(text).__name__}")
+            return ParseResult(None, errs.finish())
+        lines = [ln for ln in text.splitlines() if not _FENCE_RE.match(ln)]
+        body = "\n".join(lines).strip()
+        if body.startswith("{"):
+            constraints, grounding, fmt = _read_json(text, errs)
+        else:
+            constraints, grounding, fmt = _read_text(text, errs)
+        if fmt != FORMAT:
+            return ParseResult(None, errs.finish(), format=fmt)
+        plan = _build(constraints, grounding, errs) if constraints else None
+        if constraints and plan is not None:
+            validate(plan, constraints, grounding, errs.add)
+        result_errors = errs.finish()
+        return ParseResult(None if result_errors else plan, result_errors, constraints, grounding, fmt)
+    except Exception as exc:  # the parser's contract is "never raises": report it as a problem instead
+        errs.add("parse", f"internal parser error ({type(exc).__name__}: {str(exc)[:200]}); please report it")
+        return ParseResult(None, errs.finish())
+
+
+# ---- text form ------------------------------------------------------------------------------
+
+
+def _split_bars(line: str) -> list[str]:
+    """Split a grounding line on `|`, keeping `\\|` as a literal bar."""
+    cells, cur, i = [], [], 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line) and line[i + 1] == "|":
+            cur.append("|")
+            i += 2
+            continue
+        if line[i] == "|":
+            cells.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(line[i])
+        i += 1
+    cells.append("".join(cur).strip())
+    return cells
+
+
+def _norm_ac(raw: str) -> str:
+    return "AC" + re.sub(r"\D", "", raw)
+
+
+def _read_text(text: str, errs: _Collector) -> tuple[list[Constraint], list[GroundingLine], str]:
+    section: str | None = None
+    seen: set[str] = set()
+    fmt = FORMAT
+    by_id: dict[str, Constraint] = {}
+    order: list[Constraint] = []
+    grounding: list[GroundingLine] = []
+    current: Constraint | None = None  # the AC whose fragment is being read
+    frag_lines: dict[str, list[str]] = {}
+
+    def constraint(ac: str, line: int) -> Constraint:
+        if ac not in by_id:
+            by_id[ac] = Constraint(ac, line=line)
+            order.append(by_id[ac])
+        return by_id[ac]
+
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if _FENCE_RE.match(raw):
+            continue
+        line = raw.rstrip()
+        fm = _FORMAT_RE.match(line)
+        if fm and section is None:
+            fmt = fm.group(1)
+            if fmt.lower() != FORMAT:
+                errs.add("parse", f"unknown format {fmt[:40]!r}: this reader understands only {FORMAT}",
+                         line=lineno)
+                return [], [], fmt
+            fmt = FORMAT
+            continue
+        hm = _HEADER_RE.match(line)
+        if hm:
+            word = hm.group(1).lower()
+            section = "constraints" if "constraint" in word else "fragments" if word.startswith("frag") else "grounding"
+            if section in seen:
+                errs.add("parse", f"the {section.upper()} section appears twice", line=lineno)
+            seen.add(section)
+            current = None
+            continue
+        if not line.strip():
+            if section == "fragments" and current is not None:
+                frag_lines[current.id].append("")
+            continue
+        if section == "constraints":
+            m = _AC_TEXT_RE.match(line)
+            if m:
+                c = constraint(_norm_ac(m.group(1)), lineno)
+                if c.text:
+                    errs.add("parse", f"{c.id} is described twice", line=lineno, ac=c.id)
+                c.text = m.group(2).strip()
+                current = c
+            elif current is not None:
+                current.text = (current.text + " " + line.strip()).strip()
+            else:
+                errs.add("parse", "expected 'ACn: sentence' in ATOMIC CONSTRAINTS", line=lineno)
+        elif section == "fragments":
+            m = _AC_FRAG_RE.match(line)
+            if m:
+                c = constraint(_norm_ac(m.group(1)), lineno)
+                if c.id in frag_lines:
+                    errs.add("parse", f"{c.id} has two fragments; write one fragment per AC", line=lineno, ac=c.id)
+                c.fragment_line = lineno
+                frag_lines[c.id] = [m.group(2)]
+                current = c
+            elif current is not None:
+                frag_lines[current.id].append(line)
+            else:
+                errs.add("parse", "fragment text before the first 'ACn =>'", line=lineno)
+        elif section == "grounding":
+            g = _read_grounding_line(line, lineno, errs)
+            if g is not None:
+                grounding.append(g)
+        # Text before the first section (a model's preamble) is ignored on purpose.
+
+    for c in order:
+        if c.id in frag_lines:
+            c.fragment = "\n".join(frag_lines[c.id]).strip()
+    for name in ("constraints", "fragments", "grounding"):
+        if name not in seen:
+            header = "ATOMIC CONSTRAINTS" if name == "constraints" else name.upper()
+            errs.add("parse", f"missing section {header}")
+    return order, grounding, fmt
+
+
+def _read_grounding_line(line: str, lineno: int | None, errs: _Collector) -> GroundingLine | None:
+    m = _GROUND_RE.match(line)
+    if not m:
+        errs.add("parse", "expected '[name] kind | label | description | uri' in GROUNDING", line=lineno)
+        return None
+    name, kind = m.group(1).strip(), m.group(2).lower()
+    cells = _split_bars(m.group(3))
+    if cells and cells[0] == "":
+        cells = cells[1:]  # the bar right after the kind
+    label = cells[0] if cells else ""
+    description = cells[1] if len(cells) > 1 else ""
+    uri = cells[2] if len(cells) > 2 else ""
+    if len(cells) > 3:
+        errs.add("parse", f"[{name}]: too many '|' cells; write \\| for a bar inside a label", line=lineno)
+    return _grounding(name, kind, label, description, uri, lineno, errs)
+
+
+def _grounding(name: str, kind: str, label: str, description: str, uri: str | None,
+               lineno: int | None, errs: _Collector) -> GroundingLine | None:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        errs.add("parse", f"grounding name [{name[:40]}] must be an identifier", line=lineno)
+        return None
+    if kind not in KINDS:
+        errs.add("parse", f"[{name}]: kind {kind[:20]!r} is not one of {', '.join(KINDS)}", line=lineno)
+        return None
+    if not label:
+        errs.add("parse", f"[{name}]: the label is empty", line=lineno)
+    full = None
+    if uri is not None and uri.strip().lower() not in _NULL_URIS:
+        full = _expand_uri(uri.strip())
+        if full is None:
+            errs.add("parse", f"[{name}]: cannot read the guessed URI {uri[:60]!r}; write wd:Q42 or <http://…>",
+                     line=lineno)
+    return GroundingLine(name, kind, label, description, full, lineno)
+
+
+def _expand_uri(uri: str) -> str | None:
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    elif re.fullmatch(r"[A-Za-z][\w\-]*:[^\s<>\"{}|^`\\]+", uri) and not uri.startswith(("http:", "https:")):
+        prefix, local = uri.split(":", 1)
+        return KNOWN_PREFIXES[prefix] + local if prefix in KNOWN_PREFIXES else None
+    if re.fullmatch(r"https?://[^\s<>\"{}|^`\\]+", uri):
+        return uri
+    return None
+
+
+# ---- JSON form ------------------------------------------------------------------------------
+
+
+def _read_json(text: str, errs: _Collector) -> tuple[list[Constraint], list[GroundingLine], str]:
+    body = "\n".join(ln for ln in text.splitlines() if not _FENCE_RE.match(ln))
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        errs.add("parse", f"invalid JSON: {getattr(exc, 'msg', str(exc))[:200]}", line=line)
+        return [], [], FORMAT
+    if not isinstance(data, dict):
+        errs.add("parse", "the JSON form must be an object with 'constraints' and 'grounding'")
+        return [], [], FORMAT
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        errs.add("parse", f"unknown format {str(fmt)[:40]!r}: this reader understands only {FORMAT}")
+        return [], [], str(fmt)
+    constraints: list[Constraint] = []
+    raw_cs = data.get("constraints")
+    if not isinstance(raw_cs, list):
+        errs.add("parse", "missing 'constraints' (a list of {id, text, fragment})")
+        raw_cs = []
+    for i, item in enumerate(raw_cs):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            errs.add("parse", f"constraints[{i}] must be an object with a string 'id'")
+            continue
+        cid = _norm_ac(item["id"]) if re.fullmatch(r"\s*AC\s*\d+\s*", item["id"], re.I) else item["id"]
+        text_, frag = item.get("text", ""), item.get("fragment", "")
+        if not isinstance(text_, str) or not isinstance(frag, str):
+            errs.add("parse", f"{cid}: 'text' and 'fragment' must be strings", ac=cid)
+            continue
+        if any(c.id == cid for c in constraints):
+            errs.add("parse", f"{cid} appears twice", ac=cid)
+            continue
+        constraints.append(Constraint(cid, text_.strip(), frag.strip()))
+    grounding: list[GroundingLine] = []
+    raw_gs = data.get("grounding")
+    if not isinstance(raw_gs, list):
+        errs.add("parse", "missing 'grounding' (a list of {name, kind, label, description, uri})")
+        raw_gs = []
+    for i, item in enumerate(raw_gs):
+        if not isinstance(item, dict):
+            errs.add("parse", f"grounding[{i}] must be an object")
+            continue
+        vals = [item.get(k) for k in ("name", "kind", "label", "description")]
+        uri = item.get("uri")
+        if not all(isinstance(v, str) for v in vals[:2]) or not all(isinstance(v, str | None) for v in vals[2:]) \
+                or not isinstance(uri, str | None):
+            errs.add("parse", f"grounding[{i}]: name and kind must be strings; label, description, uri strings or null")
+            continue
+        name = vals[0].strip().strip("[]")  # type: ignore[union-attr]
+        g = _grounding(name, vals[1].lower(), vals[2] or "", vals[3] or "", uri, None, errs)  # type: ignore[union-attr]
+        if g is not None:
+            grounding.append(g)
+    return constraints, grounding, FORMAT
+
+
+# ---- stitching fragments into one Query -------------------------------------------------------
+
+
+def _build(constraints: list[Constraint], grounding: list[GroundingLine], errs: _Collector) -> Query | None:
+    heads: list[Query] = []
+    items: list[Node] = []
+    mods = Fragment()
+    for c in constraints:
+        if not c.fragment.strip():
+            if c.fragment_line is None and c.fragment == "":
+                errs.add("validate", f"{c.id} has no fragment; add '{c.id} => …' under FRAGMENTS", line=c.line, ac=c.id)
+            else:
+                errs.add("validate", f"{c.id} has an empty fragment", line=c.fragment_line, ac=c.id)
+            continue
+        try:
+            frag = parse_fragment(c.fragment, c.id)
+        except FragmentError as exc:
+            line = (c.fragment_line + exc.line - 1) if c.fragment_line else None
+            errs.add("parse", str(exc), line=line, ac=c.id)
+            continue
+        if frag.head is not None:
+            heads.append(frag.head)
+        items.extend(frag.items)
+        for name in ("group_by", "having", "order_by"):
+            getattr(mods, name).extend(getattr(frag, name))
+        for name in ("limit", "offset"):
+            value = getattr(frag, name)
+            if value is not None:
+                if getattr(mods, name) is not None:
+                    errs.add("validate", f"{c.id}: {name.upper()} given twice", line=c.fragment_line, ac=c.id)
+                setattr(mods, name, value)
+    if not heads:
+        if constraints:
+            errs.add("validate", "no query form: the first AC's fragment must be 'SELECT ?v…', "
+                     "'SELECT (COUNT(?v) AS ?n)' or 'ASK'", ac=constraints[0].id)
+        return None
+    if len(heads) > 1:
+        errs.add("validate", f"{len(heads)} query forms (in {', '.join(str(h.ac) for h in heads)}); write one",
+                 ac=heads[1].ac)
+    q = heads[0]
+    q.where = Group(q.where.items + items, ac=q.ac)
+    q.group_by, q.having, q.order_by = q.group_by or mods.group_by, q.having or mods.having, mods.order_by
+    q.limit, q.offset = mods.limit, mods.offset
+    _fill_placeholders(q, grounding)
+    return q
+
+
+def _fill_placeholders(q: Query, grounding: list[GroundingLine]) -> None:
+    """Copy kind / label / description / guessed URI of each grounding line onto its occurrences."""
+    by_name = {g.name: g for g in grounding}
+    for node in walk(q):
+        if isinstance(node, Placeholder) and node.name in by_name:
+            g = by_name[node.name]
+            node.kind, node.label, node.description, node.guessed_uri = g.kind, g.label, g.description, g.uri
+
+
+def to_desq_text(source: Query | ParseResult) -> str:
+    """DeSQ text for a Plan or ParseResult (see `desq_writer.to_desq_text`)."""
+    from kbqa.frontends.desq_writer import to_desq_text as write  # lazy: desq_writer imports this module
+
+    return write(source)

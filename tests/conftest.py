@@ -1,0 +1,49 @@
+"""Shared fixtures: the bundled sample stores are built once per test session from the committed dumps."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def wikidata_mini_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled wikidata-mini sample, ingested once for the whole session (read-only in tests)."""
+    from kb_dumps.ingest import ingest
+    from kb_dumps.samples import get_sample
+
+    sample = get_sample("wikidata-mini")
+    store = tmp_path_factory.mktemp("stores") / "wikidata-mini"
+    ingest(sample.paths(), store, profile=sample.profile, progress=False)
+    return store
+
+
+@pytest.fixture(scope="session")
+def bestiary_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from kb_dumps.ingest import ingest
+    from kb_dumps.samples import get_sample
+
+    sample = get_sample("bestiary")
+    store = tmp_path_factory.mktemp("stores") / "bestiary"
+    ingest(sample.paths(), store, profile=sample.profile, progress=False)
+    return store
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):
+    """Run the real `kbqa` CLI in-process; returns (exit code, stdout, stderr)."""
+    from kbqa.cli import main
+
+    def _run(*argv: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return _run

@@ -1,0 +1,166 @@
+"""The Plan (IR): JSON round-trip (fixtures and hypothesis-generated plans) and the tree helpers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assembler.plan import (
+    IRI,
+    Aggregate,
+    BinaryOp,
+    Bind,
+    Call,
+    Exists,
+    Filter,
+    Group,
+    In,
+    Literal,
+    Minus,
+    Node,
+    Optional,
+    OrderKey,
+    PathAlt,
+    PathInv,
+    PathMod,
+    PathSeq,
+    Placeholder,
+    Projection,
+    Query,
+    SubQuery,
+    Triple,
+    UnaryOp,
+    Union,
+    Values,
+    Var,
+    pattern_vars,
+    placeholders,
+    walk,
+)
+from kbqa.frontends.desq import parse_desq
+
+FIXTURES = Path(__file__).parent / "fixtures" / "desq"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def roundtrip(node: Node) -> Node:
+    return Node.from_dict(json.loads(json.dumps(node.to_dict())))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.desq")))
+def test_fixture_plans_roundtrip_through_json(name: str) -> None:
+    plan = parse_desq((FIXTURES / name).read_text()).plan
+    assert plan is not None
+    back = roundtrip(plan)
+    assert back == plan
+    assert back.to_dict() == plan.to_dict()
+
+
+def test_to_dict_tags_every_node_and_keeps_ac() -> None:
+    q = Query(projection=[Var("x", ac="AC1")], where=Group([Triple(Var("x"), Placeholder("p", "property", "pq"),
+                                                                   Literal("a", lang="en"), ac="AC2")]), ac="AC1")
+    d = q.to_dict()
+    assert d["node"] == "query" and d["ac"] == "AC1"
+    triple = d["where"]["items"][0]
+    assert triple["node"] == "triple" and triple["ac"] == "AC2"
+    assert triple["p"] == {"node": "placeholder", "name": "p", "kind": "property", "role": "pq", "label": "",
+                           "description": "", "guessed_uri": None}
+
+
+@pytest.mark.parametrize("bad", [{"node": "service", "iri": "x"}, {"node": "var", "name": "x", "extra": 1}, {"x": 1}])
+def test_from_dict_refuses_unknown_nodes_and_fields(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        Node.from_dict(bad)
+
+
+def test_helpers_walk_placeholders_and_pattern_vars() -> None:
+    sub = Query(projection=[Projection(Aggregate("COUNT", Var("z")), Var("n"))],
+                where=Group([Triple(Var("z"), IRI("http://e/p"), Var("w"))]))
+    g = Group([
+        Triple(Var("a"), Placeholder("p", "property"), Placeholder("e")),
+        Optional(Group([Triple(Var("a"), IRI("http://e/q"), Var("b"))])),
+        Minus(Group([Triple(Var("a"), IRI("http://e/r"), Var("hidden"))])),
+        Union([Group([Bind(Literal("1"), Var("c"))]), Group([Values([Var("d")], [[IRI("http://e/x")]])])]),
+        SubQuery(sub),
+        Filter(BinaryOp("=", Var("f"), Literal("2"))),
+    ])
+    assert pattern_vars(g) == {"a", "b", "c", "d", "n"}
+    assert [p.name for p in placeholders(g)] == ["p", "e"]
+    assert sum(isinstance(n, Triple) for n in walk(g)) == 4
+
+
+# ---- hypothesis: any plan built from the node types survives JSON -----------------------------
+
+names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+acs = st.none() | st.sampled_from(["AC1", "AC2", "AC3"])
+text = st.text(max_size=12)
+iris = st.builds(IRI, st.sampled_from(["http://e/a", "http://www.wikidata.org/entity/Q1"]), ac=acs)
+variables = st.builds(Var, names, ac=acs)
+holders = st.builds(Placeholder, names, st.sampled_from(["entity", "property", "class"]),
+                    st.sampled_from(["", "p", "ps", "pq"]), text, text, st.none() | st.just("http://e/g"), ac=acs)
+literals = st.builds(Literal, text, st.none() | st.just(XSD + "integer"), st.none() | st.just("en"), ac=acs)
+terms = variables | iris | holders | literals
+paths = st.recursive(iris | holders, lambda inner: st.one_of(
+    st.builds(PathSeq, st.lists(inner, min_size=2, max_size=3), ac=acs),
+    st.builds(PathAlt, st.lists(inner, min_size=2, max_size=3), ac=acs),
+    st.builds(PathInv, inner, ac=acs),
+    st.builds(PathMod, inner, st.sampled_from(["*", "+", "?"]), ac=acs)), max_leaves=4)
+exprs = st.recursive(terms, lambda inner: st.one_of(
+    st.builds(BinaryOp, st.sampled_from(["=", "<", "&&", "+"]), inner, inner, ac=acs),
+    st.builds(UnaryOp, st.sampled_from(["!", "-"]), inner, ac=acs),
+    st.builds(Call, st.sampled_from(["LANG", "YEAR", "REGEX"]), st.lists(inner, max_size=2), ac=acs),
+    st.builds(In, inner, st.lists(inner, max_size=2), st.booleans(), ac=acs)), max_leaves=4)
+triples = st.builds(Triple, terms, variables | paths, terms, ac=acs)
+
+
+def groups_of(items: st.SearchStrategy) -> st.SearchStrategy:
+    return st.builds(Group, st.lists(items, max_size=3), ac=acs)
+
+
+items = st.recursive(
+    triples | st.builds(Filter, exprs, ac=acs) | st.builds(Bind, exprs, variables, ac=acs)
+    | st.builds(Values, st.lists(variables, min_size=1, max_size=1),
+                st.lists(st.lists(st.none() | iris | literals, min_size=1, max_size=1), max_size=2), ac=acs),
+    lambda inner: st.one_of(
+        st.builds(Optional, groups_of(inner), ac=acs),
+        st.builds(Minus, groups_of(inner), ac=acs),
+        st.builds(Union, st.lists(groups_of(inner), min_size=2, max_size=3), ac=acs),
+        st.builds(Filter, st.builds(Exists, groups_of(inner), st.booleans(), ac=acs), ac=acs),
+        st.builds(SubQuery, st.builds(Query, st.just("select"), st.lists(variables, max_size=2),
+                                      where=groups_of(inner), ac=acs), ac=acs)),
+    max_leaves=4)
+queries = st.builds(
+    Query, st.sampled_from(["select", "ask", "count"]),
+    st.lists(variables | st.builds(Projection, st.builds(Aggregate, st.just("COUNT"), st.none() | variables,
+                                                         st.booleans()), variables), max_size=3),
+    st.booleans(), groups_of(items), st.lists(variables, max_size=1), st.just([]),
+    st.lists(st.builds(OrderKey, exprs, st.booleans(), ac=acs), max_size=2),
+    st.none() | st.integers(0, 100), st.none() | st.integers(0, 100), ac=acs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(queries)
+def test_generated_plans_roundtrip_through_json(q: Query) -> None:
+    back = roundtrip(q)
+    assert back == q
+    assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(q.to_dict(), sort_keys=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(queries)
+def test_generated_plans_write_as_sparql_or_report_why(q: Query) -> None:
+    from rdflib.plugins.sparql.parser import parseQuery
+
+    from assembler.writer import write_sparql
+
+    mapping = {p.name: "http://e/" + p.name for p in placeholders(q)}
+    result = write_sparql(q, "wikidata", mapping)
+    assert result.ok == (result.sparql is not None)
+    if result.ok:
+        parseQuery(result.sparql)  # syntax is always valid: nothing from the Plan reaches the text raw
+    else:
+        assert all(e.stage == "assemble" and e.message for e in result.errors)
