@@ -1,0 +1,142 @@
+"""Grounding candidates for every placeholder of a Plan, and their combinations enumerated best-first."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from assembler.plan import Placeholder, Query, placeholders
+from assembler.report import PlaceholderGrounding
+from grounding.candidates import Candidate, Correction
+from grounding.ground import LABEL_AGREEMENT
+from grounding.text import best_similarity, normalize
+from kb_dumps.errors import KBQAError
+from kb_dumps.profiles import KBProfile
+
+# Score floor inside a product, so that a candidate scored 0 (below threshold) still orders the others.
+_MIN_SCORE = 1e-4
+
+
+class MemoryGrounder:
+    """Grounding with no index: a guessed URI is checked against the label memory (exists, kind, label
+    agrees, as `Grounder.correct` does) and nothing else is proposed. Used when `kbqa index` has not run."""
+
+    reason = "the store has no grounding index (run `kbqa index --store DIR`); only guessed URIs can be used"
+
+    def __init__(self, memory: Any, profile: KBProfile):
+        """`memory` a LabelMemory, or None (no store: guesses are used unchecked)."""
+        self.memory = memory
+        self.profile = profile
+
+    def memory_id(self, uri: str) -> str:
+        iri = self.profile.expand(uri) if not uri.startswith("http") else uri
+        return self.profile.property_entity(iri)
+
+    def correct(self, guessed_uri: str | None, label: str, description: str | None = None,
+                kind: str | None = None, context: dict | None = None) -> Correction:
+        if not guessed_uri:
+            return Correction("none", None, None, f"no URI was guessed; {self.reason}")
+        try:
+            iri = self.memory_id(guessed_uri)
+        except ValueError as e:
+            return Correction("none", None, guessed_uri, f"the guess {guessed_uri!r} is not a URI this KB can use ({e})")
+        if self.memory is None:  # generate-only with no store: nothing to check the guess against
+            cand = Candidate(iri, label, description or "", kind or "entity", 1.0, {}, ["guess-unchecked"], label)
+            return Correction("kept", iri, guessed_uri, "kept unchecked: no store to confirm it", cand)
+        row = self.memory.get(iri) if self.memory is not None else None
+        if row is None:
+            return Correction("none", None, guessed_uri, f"{guessed_uri} is not in the label memory; {self.reason}")
+        norm = normalize(label or "")
+        lex, matched = best_similarity(norm, row.label, row.aliases) if norm else (1.0, row.label)
+        if kind and row.kind != kind:
+            return Correction("none", None, guessed_uri, f"{guessed_uri} is a {row.kind}, the placeholder needs "
+                              f"a {kind}; {self.reason}")
+        if lex < LABEL_AGREEMENT:
+            return Correction("none", None, guessed_uri, f"{guessed_uri} is labelled {row.label!r}, which does "
+                              f"not match {label!r}; {self.reason}")
+        cand = Candidate(row.id, row.label, row.description, row.kind, round(lex, 4), {"lexical": round(lex, 4)},
+                         ["guess"], matched)
+        return Correction("kept", row.id, guessed_uri, f"{guessed_uri} exists with label {row.label!r}", cand)
+
+    def search(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
+               context: dict | None = None) -> Any:
+        return None
+
+
+def distinct_placeholders(plan: Query) -> list[Placeholder]:
+    """The first occurrence of each placeholder name, in order of appearance."""
+    seen: dict[str, Placeholder] = {}
+    for ph in placeholders(plan):
+        seen.setdefault(ph.name, ph)
+    return list(seen.values())
+
+
+def ground_placeholder(grounder: Any, ph: Placeholder, k: int, *, widen: bool = False) -> PlaceholderGrounding:
+    """Candidates for one placeholder, best first: a guessed URI the KB confirms comes first; then the
+    grounder's candidates (with `widen`, also those below its threshold)."""
+    pg = PlaceholderGrounding(ph.name, ph.kind, ph.label, ph.description, ph.guessed_uri, ph.ac, widened=widen)
+    cands: list[Candidate] = []
+    reasons: list[str] = []
+    if ph.guessed_uri:
+        try:
+            pg.correction = grounder.correct(ph.guessed_uri, ph.label, ph.description or None, ph.kind)
+        except KBQAError as e:
+            reasons.append(e.info.message)
+        else:
+            if pg.correction.action == "kept" and pg.correction.candidate is not None:
+                cands.append(pg.correction.candidate)
+            elif pg.correction.action == "none":
+                reasons.append(pg.correction.reason)
+    if ph.label.strip() or ph.description.strip():
+        try:
+            res = grounder.search(ph.label, ph.description or None, ph.kind, k)
+        except KBQAError as e:
+            reasons.append(e.info.message)
+            res = None
+        if res is not None:
+            cands.extend(res.candidates)
+            if widen:
+                cands.extend(res.below_threshold)
+            if not res.candidates and res.reason:
+                reasons.append(res.reason)
+        elif isinstance(grounder, MemoryGrounder) and not ph.guessed_uri:
+            reasons.append(grounder.reason)
+    best: dict[str, Candidate] = {}
+    for c in cands:
+        if c.id not in best or c.score > best[c.id].score:
+            best[c.id] = c
+    # A confirmed guess keeps the first place whatever its score: the model and the KB agree on it.
+    guess_id = pg.correction.uri if pg.correction and pg.correction.action == "kept" else None
+    pg.candidates = sorted(best.values(), key=lambda c: (c.id != guess_id, -c.score))
+    if not pg.candidates:
+        pg.reason = "; ".join(dict.fromkeys(r for r in reasons if r)) or "no candidate"
+    return pg
+
+
+def combinations(lists: list[list[Candidate]], limit: int) -> Iterator[tuple[float, tuple[int, ...]]]:
+    """Index tuples into `lists` (each sorted best first) in order of decreasing score product, at most
+    `limit` of them: the classic best-first walk over a product with a heap (no full enumeration)."""
+    if not lists or any(not lst for lst in lists):
+        return
+
+    def score(idx: tuple[int, ...]) -> float:
+        out = 1.0
+        for lst, i in zip(lists, idx, strict=True):
+            out *= max(lst[i].score, _MIN_SCORE)
+        return out
+
+    start = (0,) * len(lists)
+    heap = [(-score(start), start)]
+    seen = {start}
+    produced = 0
+    while heap and produced < limit:
+        neg, idx = heapq.heappop(heap)
+        yield -neg, idx
+        produced += 1
+        for d in range(len(lists)):
+            if idx[d] + 1 < len(lists[d]):
+                nxt = idx[:d] + (idx[d] + 1,) + idx[d + 1:]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    heapq.heappush(heap, (-score(nxt), nxt))

@@ -1,0 +1,160 @@
+"""The self-contained HTML report: inline CSS, matplotlib plots embedded as base64 PNG (opens from disk, no network)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+from eval.attribution import STAGE_ORDER
+from eval.report import Summary, _kind_cell, failure_rows, summary_rows
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: right; }
+th { background: #f2f2f2; } td:first-child, td:nth-child(2) { text-align: left; }
+table.failures td { text-align: left; vertical-align: top; }
+.note { color: #555; font-size: .9em; } img { max-width: 100%; margin: .5em 1em .5em 0; }
+"""
+
+
+def _png(fig: Any) -> str:
+    """A matplotlib Figure as a data: URI (object API + Agg canvas: no pyplot global state, thread-safe)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(width: float = 6.0, height: float = 3.2) -> tuple[Any, Any]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _grouped_bars(ax: Any, labels: list[str], series: list[tuple[str, list[float]]]) -> None:
+    n = max(len(series), 1)
+    width = 0.8 / n
+    for i, (name, values) in enumerate(series):
+        ax.bar([x + (i - (n - 1) / 2) * width for x in range(len(labels))], values, width, label=name)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+
+
+def stage_plot(summaries: list[Summary]) -> str:
+    fig, ax = _figure()
+    _grouped_bars(ax, list(STAGE_ORDER), [(s.system, [float(s.stages.get(k, 0)) for k in STAGE_ORDER])
+                                          for s in summaries])
+    ax.set_ylabel("questions")
+    ax.set_title("Failures per stage (first stage that failed)")
+    return _png(fig)
+
+
+def f1_plot(summaries: list[Summary]) -> str | None:
+    hs = [s for s in summaries if s.f1_histogram]
+    if not hs:
+        return None
+    fig, ax = _figure()
+    edges = hs[0].f1_histogram["edges"]  # type: ignore[index]
+    labels = [f"{edges[i]:.1f}–{edges[i + 1]:.1f}" for i in range(len(edges) - 1)]
+    series = []
+    for s in hs:
+        h = s.f1_histogram or {}
+        tag = f"{s.system} " if len(hs) > 1 else ""
+        series += [(tag + "QALD", [float(x) for x in h["qald"]]), (tag + "strict", [float(x) for x in h["strict"]])]
+    _grouped_bars(ax, labels, series)
+    ax.legend(fontsize=8)
+    ax.set_xlabel("answer F1 per question")
+    ax.set_ylabel("questions")
+    ax.set_title("Answer-F1 histogram")
+    return _png(fig)
+
+
+def grounding_plot(summaries: list[Summary]) -> str | None:
+    gs = [s for s in summaries if s.grounding]
+    if not gs:
+        return None
+    kinds = sorted({k for s in gs for k in (s.grounding or {})["by_kind"]})
+    fig, ax = _figure(5, 3)
+    _grouped_bars(ax, [*kinds, "overall"],
+                  [(s.system, [100 * ((s.grounding or {})["by_kind"].get(k) or {"accuracy": 0})["accuracy"]
+                               for k in kinds] + [100 * (s.grounding or {})["overall"]["accuracy"]]) for s in gs])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% correct")
+    ax.set_title("Grounding accuracy by kind")
+    return _png(fig)
+
+
+def metric_plot(summaries: list[Summary]) -> str | None:
+    """F1 per dataset × system, when several runs are compared."""
+    if len(summaries) < 2:
+        return None
+    fig, ax = _figure()
+    labels = [f"{s.dataset} / {s.system}" for s in summaries]
+    _grouped_bars(ax, labels, [
+        ("QALD F1", [100 * ((s.answer or {}).get("qald") or {}).get("f1", 0.0) for s in summaries]),
+        ("strict F1", [100 * ((s.answer or {}).get("strict") or {}).get("f1", 0.0) for s in summaries]),
+        ("exact match", [100 * (s.query or {}).get("exact_match", 0.0) for s in summaries])])
+    ax.set_ylim(0, 100)
+    ax.set_title("Metrics per dataset and system (%)")
+    return _png(fig)
+
+
+def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    e = html.escape
+    out = [f'<table class="{cls}">' if cls else "<table>",
+           "<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def html_report(summaries: list[Summary], results: list[dict[str, Any]] | None = None) -> str:
+    """The whole report as one HTML page; every image is inline, nothing is fetched."""
+    e = html.escape
+    head, rows = summary_rows(summaries)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             "<title>kbqa evaluation report</title>", f"<style>{_CSS}</style></head><body>",
+             "<h1>kbqa evaluation report</h1>",
+             '<p class="note">Figures in percent. <b>QALD F1</b>: mean per-question answer F1; <b>macro-F1 (P,R)</b>: '
+             "F1 of macro precision and recall (GERBIL). <b>Strict</b>: a question whose gold and predicted answers "
+             "are both empty counts only if the queries match. Definitions in eval/README.md.</p>",
+             "<h2>Summary</h2>", _table(head, rows, "summary")]
+    for s in summaries:
+        parts.append(f'<p class="note">{e(s.dataset)} / {e(s.system)}: code {e(s.code_version)}; '
+                     f'settings {e(str(s.settings))}</p>')
+    plots = [p for p in (metric_plot(summaries), stage_plot(summaries), f1_plot(summaries),
+                         grounding_plot(summaries)) if p]
+    parts.append("<h2>Failures per stage</h2>")
+    parts.append(_table(["system", *STAGE_ORDER], [[s.system, *(str(s.stages.get(k, 0)) for k in STAGE_ORDER)]
+                                                    for s in summaries]))
+    g = [s for s in summaries if s.grounding]
+    if g:
+        kinds = sorted({k for s in g for k in (s.grounding or {})["by_kind"]})
+        parts += ["<h2>Grounding accuracy by kind</h2>",
+                  _table(["system", *kinds, "overall"],
+                         [[s.system, *(_kind_cell(s, k) for k in kinds), _kind_cell(s, None)] for s in g])]
+    parts.append("<h2>Plots</h2><div>")
+    parts += [f'<img alt="plot" src="{p}">' for p in plots]
+    parts.append("</div>")
+    for s in summaries:
+        if s.unusable_reasons:
+            parts.append(f"<h2>Unusable records ({e(s.dataset)})</h2><ul>")
+            parts += [f"<li>{n} × {e(reason)}</li>" for reason, n in
+                      sorted(s.unusable_reasons.items(), key=lambda x: -x[1])]
+            parts.append("</ul>")
+    if results:
+        fr = failure_rows(results, cap=200)
+        if fr:
+            parts += ["<h2>Wrong questions (first 200)</h2>",
+                      _table(["id", "stage", "evidence", "question"], fr, "failures")]
+    parts.append("</body></html>")
+    return "\n".join(parts)
