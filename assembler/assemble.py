@@ -33,6 +33,7 @@ class AssembleOptions:
     timeout_s: float = 10.0  # time budget of each query
     row_cap: int = 10_000  # rows kept of each result
     diagnose_timeout_s: float = 5.0  # time budget of each ASK of the empty-result diagnosis
+    widen: bool = True  # retry once with wider candidate lists when every combination is empty
 
 
 _PARSER: Any = None
@@ -86,7 +87,7 @@ class Assembler:
             return _fail(out, "ground", ground_errors)
         run = _Run(self, plan, out, execute and self.store is not None)
         chosen = run.search(out.grounding)
-        if chosen is None and run.executed and run.all_empty and not run.store_failed:
+        if chosen is None and self.options.widen and run.executed and run.all_empty and not run.store_failed:
             t1 = time.perf_counter()
             widened = self.ground(plan, widen=True)
             out.steps.append(Step("ground", True, time.perf_counter() - t1,

@@ -16,6 +16,8 @@ from kb_dumps.profiles import KBProfile
 
 # Score floor inside a product, so that a candidate scored 0 (below threshold) still orders the others.
 _MIN_SCORE = 1e-4
+# Score factor of a candidate of the compatible kind (a class for an entity placeholder, or the reverse).
+KIND_DISCOUNT = 0.9
 
 
 class MemoryGrounder:
@@ -60,7 +62,7 @@ class MemoryGrounder:
         return Correction("kept", row.id, guessed_uri, f"{guessed_uri} exists with label {row.label!r}", cand)
 
     def search(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
-               context: dict | None = None) -> Any:
+               context: dict | None = None, query_vector: Any = None) -> Any:
         return None
 
 
@@ -72,36 +74,58 @@ def distinct_placeholders(plan: Query) -> list[Placeholder]:
     return list(seen.values())
 
 
+def _compatible(wanted: str, kind: str) -> bool:
+    """Entity and class placeholders accept either: whether a KB id is an "entity" or a "class" depends on
+    how the label memory was built (an id becomes a class only when seen as an object of instance-of),
+    which a model cannot know. A property is a property."""
+    return (wanted == "property") == (kind == "property")
+
+
 def ground_placeholder(grounder: Any, ph: Placeholder, k: int, *, widen: bool = False) -> PlaceholderGrounding:
     """Candidates for one placeholder, best first: a guessed URI the KB confirms comes first; then the
-    grounder's candidates (with `widen`, also those below its threshold)."""
+    grounder's candidates of the placeholder's kind, then of the compatible kind (entity <-> class) at a
+    small discount; with `widen`, also those below the grounder's threshold."""
     pg = PlaceholderGrounding(ph.name, ph.kind, ph.label, ph.description, ph.guessed_uri, ph.ac, widened=widen)
     cands: list[Candidate] = []
     reasons: list[str] = []
     if ph.guessed_uri:
         try:
-            pg.correction = grounder.correct(ph.guessed_uri, ph.label, ph.description or None, ph.kind)
+            pg.correction = grounder.correct(ph.guessed_uri, ph.label, ph.description or None,
+                                             "property" if ph.kind == "property" else None)
         except KBQAError as e:
             reasons.append(e.info.message)
         else:
-            if pg.correction.action == "kept" and pg.correction.candidate is not None:
-                cands.append(pg.correction.candidate)
+            cand = pg.correction.candidate
+            if pg.correction.action == "kept" and cand is not None and _compatible(ph.kind, cand.kind):
+                cands.append(cand)
+            elif pg.correction.action == "kept" and cand is not None:
+                reasons.append(f"{ph.guessed_uri} is a {cand.kind}, the placeholder needs a {ph.kind}")
+                pg.correction = Correction("none", None, ph.guessed_uri, reasons[-1])
             elif pg.correction.action == "none":
                 reasons.append(pg.correction.reason)
     if ph.label.strip() or ph.description.strip():
-        try:
-            res = grounder.search(ph.label, ph.description or None, ph.kind, k)
-        except KBQAError as e:
-            reasons.append(e.info.message)
-            res = None
-        if res is not None:
-            cands.extend(res.candidates)
-            if widen:
-                cands.extend(res.below_threshold)
-            if not res.candidates and res.reason:
+        kinds = [ph.kind] + [other for other in ("entity", "class") if ph.kind in ("entity", "class") and other != ph.kind]
+        vector = None
+        for i, kind in enumerate(kinds):
+            try:
+                if vector is None and hasattr(grounder, "encode_query"):
+                    vector = grounder.encode_query(ph.label, ph.description or None)
+                res = grounder.search(ph.label, ph.description or None, kind, k, query_vector=vector)
+            except KBQAError as e:
+                reasons.append(e.info.message)
+                break
+            if res is None:
+                if isinstance(grounder, MemoryGrounder) and not ph.guessed_uri:
+                    reasons.append(grounder.reason)
+                break
+            found = list(res.candidates) + (list(res.below_threshold) if widen else [])
+            for c in found:
+                if i:  # the compatible kind: kept, a little behind the asked kind
+                    c = Candidate(c.id, c.label, c.description, c.kind, round(c.score * KIND_DISCOUNT, 4),
+                                  dict(c.signals), list(c.sources), c.matched)
+                cands.append(c)
+            if not res.candidates and res.reason and i == 0:
                 reasons.append(res.reason)
-        elif isinstance(grounder, MemoryGrounder) and not ph.guessed_uri:
-            reasons.append(grounder.reason)
     best: dict[str, Candidate] = {}
     for c in cands:
         if c.id not in best or c.score > best[c.id].score:
@@ -117,7 +141,10 @@ def ground_placeholder(grounder: Any, ph: Placeholder, k: int, *, widen: bool = 
 def combinations(lists: list[list[Candidate]], limit: int) -> Iterator[tuple[float, tuple[int, ...]]]:
     """Index tuples into `lists` (each sorted best first) in order of decreasing score product, at most
     `limit` of them: the classic best-first walk over a product with a heap (no full enumeration)."""
-    if not lists or any(not lst for lst in lists):
+    if any(not lst for lst in lists):
+        return
+    if not lists:  # a Plan with no placeholder has exactly one combination: the empty one
+        yield 1.0, ()
         return
 
     def score(idx: tuple[int, ...]) -> float:

@@ -113,21 +113,27 @@ def accuracy(args: argparse.Namespace) -> dict:
     mem = g.memory
     ali = DATA / "wikiwebquestions" / "wikisp_train_alignments.json"
     props = property_pairs(ali)
-    prop_q = [(name, None, WD + pid) for (name, pid) in props if mem.get(WD + pid)]
+    def labelled(iri: str) -> bool:  # rows without any label (ids only seen as objects) cannot be grounded by name
+        row = mem.get(iri)
+        return bool(row and row.label)
+
+    prop_q = [(name, None, WD + pid) for (name, pid) in props if labelled(WD + pid)]
     desc_q = []
     for pid in sorted({pid for (_, pid) in props}):
         row = mem.get(WD + pid)
         if row and row.description:
             desc_q.append(("", row.description, WD + pid))
     ents = entity_pairs(ali)
-    ent_q = [(m, None, WD + q) for (m, q) in ents if mem.get(WD + q)]
+    ent_q = [(m, None, WD + q) for (m, q) in ents if labelled(WD + q)]
+    ent_unlabelled = sum(1 for (_, q) in ents if mem.get(WD + q) and not labelled(WD + q))
     lex = g.lexical.parts.get("entity")
     unamb = [q for q in ent_q if lex is None or len({int(lex.a["names_rowid"][n]) for n in lex.exact(normalize(q[0]))}) <= 1]
     sq = [(m, None, gold) for m, gold in simplequestions_mentions(
         DATA / "simplequestions-wikidata" / "valid.txt", mem, args.sq_limit)]
     out = {"store": str(args.store), "threshold": args.threshold,
            "coverage": {"property_pairs": len(props), "property_pairs_in_kb": len(prop_q),
-                        "entity_hints": len(ents), "entity_hints_in_kb": len(ent_q)}}
+                        "entity_hints": len(ents), "entity_hints_in_kb_labelled": len(ent_q),
+                        "entity_hints_in_kb_without_label": ent_unlabelled}}
     for name, qs, kind in (("properties_from_names", prop_q, "property"),
                            ("properties_from_description", desc_q, "property"),
                            ("entities_wikisp_hints", ent_q, "entity"),

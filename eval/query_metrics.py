@@ -182,6 +182,30 @@ def _serialise(node: Any, names: dict[str, str]) -> str:
     if isinstance(node, BNode):
         return names.get(f"_:{node}", "_:b")
     if isinstance(node, CompValue):
+        if node.name == "OrderCondition" and node.get("order") in (None, "ASC"):
+            return _serialise(node["expr"], names)  # `ASC(?x)` and `?x` order alike
+        if node.name in ("ConditionalAndExpression", "ConditionalOrExpression"):
+            # `(a && b) && c` = `a && (b && c)` = `a && b && c`: flatten and sort the operands
+            operands: list[Any] = []
+            stack: list[Any] = [node]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, CompValue) and n.name == node.name:
+                    stack.append(n["expr"])
+                    stack.extend(n.get("other") or [])
+                else:
+                    operands.append(n)
+            return f"{node.name}(" + ",".join(sorted(_serialise(x, names) for x in operands)) + ")"
+        if node.name in ("AdditiveExpression", "MultiplicativeExpression"):
+            # `(a - b) + c` = `a - b + c`: left-nested chains written by a Plan merge into one
+            inner = node["expr"]
+            ops, others = list(node.get("op") or []), list(node.get("other") or [])
+            while isinstance(inner, CompValue) and inner.name == node.name:
+                ops = list(inner.get("op") or []) + ops
+                others = list(inner.get("other") or []) + others
+                inner = inner["expr"]
+            return (f"{node.name}(" + _serialise(inner, names) + "," +
+                    ",".join(f"{o}{_serialise(x, names)}" for o, x in zip(ops, others, strict=False)) + ")")
         if node.name == "BGP":
             return "BGP(" + " ".join(sorted(" ".join(_serialise(x, names) for x in t) + " ."
                                             for t in node["triples"])) + ")"

@@ -54,6 +54,8 @@ class KBQAError(Exception):
                  errors: list[ErrorInfo] | None = None):
         self.info = ErrorInfo(stage=stage, message=message, file=file, line=line, column=column, qid=qid, ac=ac)
         self.errors = errors or [self.info]
+        if stage == "usage":
+            self.exit_code = EXIT_USAGE
         super().__init__(str(self.info))
 
 

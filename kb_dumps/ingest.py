@@ -203,8 +203,11 @@ def _copy_version(live: StoreLayout, target: Path) -> None:
         src.backup(dst)
     src.close()
     dst.close()
-    if live.index_dir.is_dir():
-        shutil.copytree(live.index_dir, target / "index")
+    # Derived data built from the memory (grounding indexes, case bank) carries over; the index is
+    # updated incrementally from the rows whose generation is newer.
+    for derived in ("index", "cases"):
+        if (live.current / derived).is_dir():
+            shutil.copytree(live.current / derived, target / derived)
 
 
 def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None = None, append: bool = False,

@@ -116,7 +116,7 @@ class KBProfile:
         """Map a predicate IRI to (direct property IRI, role). Non-role predicates map to themselves."""
         # Longest namespace first: p: (prop/) is a prefix of wdt: (prop/direct/) and ps:/pq:.
         for role, ns in sorted(self.role_namespaces.items(), key=lambda kv: -len(kv[1])):
-            if iri.startswith(ns):
+            if iri.startswith(ns) and "/" not in iri[len(ns):]:  # psv:/pqv: (…/value/P…) are not roles
                 return (self.property_namespace or "") + iri[len(ns):], role
         return iri, ""
 

@@ -102,7 +102,8 @@ CONSTRUCTS = [
     ("SELECT ?x WHERE { ?x wdt:P569 ?d BIND(YEAR(?d) AS ?y) FILTER(?y = 1950) }", "wikidata", "filter"),
     ("SELECT ?x WHERE { ?x wdt:P1082 ?p FILTER(xsd:integer(?p) >= 10) }", "wikidata", "filter"),
     (f"SELECT ?c WHERE {{ ?c <{BEAST}hasAlignment> <{BEAST}chaoticGood> }}", "generic", "1-hop"),
-    (f"SELECT (?x0 AS ?value) WHERE {{ SELECT DISTINCT ?x0 WHERE {{ ?x0 <{FB}type.object.type> <{FB}cvg.game_version> ."
+    (f"SELECT (?x0 AS ?value) WHERE {{ SELECT DISTINCT ?x0 WHERE {{ "
+     f"?x0 <{FB}type.object.type> <{FB}cvg.game_version> ."
      f" VALUES ?x1 {{ <{FB}m.09c7w0> }} ?x1 <{FB}cvg.computer_game_region.versions_released_in_this_region> ?x0 ."
      " FILTER ( ?x0 != ?x1 ) } }", "freebase", "filter"),
 ]

@@ -9,6 +9,7 @@ every covered query of the sample.
 from __future__ import annotations
 
 import json
+from functools import cache
 
 import pytest
 
@@ -17,9 +18,14 @@ from kbqa.frontends.decompose_coverage import COVERAGE_DATASETS, CoverageReport,
 SAMPLE = 300
 
 
+@cache
+def sampled(dataset: str) -> CoverageReport:
+    return coverage(dataset, sample=SAMPLE)
+
+
 @pytest.mark.parametrize("dataset", COVERAGE_DATASETS)
 def test_coverage_at_least_90_percent(dataset: str) -> None:
-    report = coverage(dataset, sample=SAMPLE)
+    report = sampled(dataset)
     assert report.count == min(SAMPLE, report.sampled_from or report.count)
     assert report.count >= 100  # every bundled set has at least 100 gold queries
     assert report.percent >= 90.0, report.table() + "\n" + "\n".join(map(str, report.failures[:20]))
@@ -30,7 +36,7 @@ def test_coverage_at_least_90_percent(dataset: str) -> None:
 
 
 def test_qualifiers_are_covered() -> None:
-    report = coverage("lcquad2-dev", sample=SAMPLE)
+    report = sampled("lcquad2-dev")
     rows = {r.shape: r for r in report.rows}
     assert rows["qualifier"].count >= 30 and rows["qualifier"].percent >= 90.0
 
@@ -64,10 +70,13 @@ def test_cli_errors(run_cli) -> None:  # noqa: ANN001
 
 
 def test_cli_coverage_table(run_cli) -> None:  # noqa: ANN001
-    code, out, _ = run_cli("decompose", "--coverage", "bestiary", "--failures", "3")
+    code, out, _ = run_cli("decompose", "--coverage", "bestiary", "--sample", "20", "--failures", "3")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "bestiary (generic profile)"
+    assert lines[0] == "bestiary (generic profile), deterministic sample of 20 of 100"
     assert lines[1].split() == ["shape", "count", "covered", "%"]
     total = next(ln for ln in lines if ln.startswith("total")).split()
-    assert total[1] == "100" and float(total[3].rstrip("%")) >= 90.0
+    assert total[1] == "20" and float(total[3].rstrip("%")) >= 90.0
+    code, out, _ = run_cli("decompose", "--coverage", "qald7-train", "--sample", "10", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["dataset"] == "qald7-train" and data["count"] == 10 and data["sampled_from"] == 100

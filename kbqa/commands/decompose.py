@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kb_dumps.errors import EXIT_OK, KBQAError
+from kb_dumps.errors import EXIT_OK, EXIT_USAGE, KBQAError
 from kbqa.commands.common import add_format_flag, add_store_flag, print_json
 
 EXAMPLE = """examples:
@@ -25,8 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", help="the gold SPARQL query, or @FILE to read it from a file")
     p.add_argument("--profile", default=None,
-                   help="KB profile: wikidata, freebase, generic or a JSON file (default: the store's, else wikidata; "
-                        "with --coverage, the dataset's)")
+                   help="KB profile: wikidata, freebase, generic or a JSON file (default: the store's, "
+                        "else wikidata; with --coverage, the dataset's)")
     p.add_argument("--coverage", metavar="DATASET", default=None,
                    help="print the per-shape coverage table of a bundled dataset (or 'all')")
     p.add_argument("--sample", type=int, default=None,
@@ -35,6 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_store_flag(p)
     add_format_flag(p)
     return p
+
+
+def _usage(message: str) -> KBQAError:
+    err = KBQAError(message, stage="usage")
+    err.exit_code = EXIT_USAGE
+    return err
 
 
 def _labels(store: Path | None):  # noqa: ANN202 - LabelMemory | None, imported lazily
@@ -47,7 +53,7 @@ def _labels(store: Path | None):  # noqa: ANN202 - LabelMemory | None, imported 
     layout = StoreLayout.of(path)
     if not layout.labels.exists():
         if store is not None:
-            raise KBQAError(f"no label memory in {store}; run `kbqa ingest … --store {store}` first", stage="usage")
+            raise _usage(f"no label memory in {store}; run `kbqa ingest … --store {store}` first")
         return None, None
     return LabelMemory(layout.labels, readonly=True), layout
 
@@ -65,15 +71,16 @@ def run(args: argparse.Namespace) -> int:
     if args.coverage:
         return _run_coverage(args)
     if not args.query:
-        raise KBQAError("give a SPARQL query (or @FILE), or --coverage DATASET", stage="usage")
+        raise _usage("give a SPARQL query (or @FILE), or --coverage DATASET")
     from kbqa.frontends.decompose import decompose
 
     labels, layout = _labels(args.store)
-    profile = args.profile or (layout.profile_name if layout is not None and args.store is not None else "wikidata")
+    store_profile = layout.profile_name if layout is not None and args.store is not None else None
+    profile = args.profile or store_profile or "wikidata"
     try:
         result = decompose(_read_query(args.query), profile, labels)
     except ValueError as e:  # an unknown profile name
-        raise KBQAError(str(e), stage="usage") from None
+        raise _usage(str(e)) from None
     finally:
         if labels is not None:
             labels.close()
@@ -99,11 +106,16 @@ def _run_coverage(args: argparse.Namespace) -> int:
 
     names = list(COVERAGE_DATASETS) if args.coverage == "all" else [args.coverage]
     if args.sample is not None and args.sample < 1:
-        raise KBQAError(f"--sample must be at least 1 (got {args.sample})", stage="usage")
+        raise _usage(f"--sample must be at least 1 (got {args.sample})")
     labels = _labels(args.store)[0] if args.store is not None else None
     try:
         for name in names:
-            report = coverage(name, args.profile, sample=args.sample, labels=labels)
+            try:
+                report = coverage(name, args.profile, sample=args.sample, labels=labels)
+            except KBQAError as e:
+                if e.info.stage == "usage":  # an unknown dataset name is a usage error
+                    e.exit_code = EXIT_USAGE
+                raise
             if args.format == "json":
                 print_json(report.to_dict())
                 continue

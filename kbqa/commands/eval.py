@@ -16,6 +16,7 @@ from kbqa.commands.common import add_format_flag, print_json, resolve_store, sub
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
+  kbqa eval bestiary --oracle --store kb/bestiary --limit 20
   kbqa eval --list
 
 predictions file: one JSON object per line, {"id": ..., "sparql": ...} or {"id": ..., "desq": ...}
@@ -38,7 +39,8 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
                         "the default bundled store")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--predictions", type=Path, metavar="FILE.jsonl", help="predictions of any system, JSONL")
-    mode.add_argument("--backend", metavar="NAME", help="run the engine with this translator backend")
+    mode.add_argument("--backend", metavar="NAME",
+                      help="run the engine with this translator backend (not available yet: needs translators)")
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N records only")

@@ -32,7 +32,7 @@ from assembler.plan import (
 )
 from eval.loaders_sparql import mask_opaque, prepare_gold_sparql
 from kb_dumps.label_memory import LabelMemory, LabelRow
-from kb_dumps.profiles import RDF, RDFS, KBProfile, get_profile
+from kb_dumps.profiles import PROFILES, RDF, RDFS, KBProfile, get_profile
 from kbqa.frontends.decompose_lower import Lowerer, Unsupported, parse_gold
 from kbqa.frontends.decompose_text import Verbaliser
 from kbqa.frontends.desq import Constraint, GroundingLine, ParseResult, parse_desq
@@ -149,7 +149,8 @@ class _Placeholders:
                     missing.append(self.profile.compact(entry.uri))
             entry.name = _unique(_slug(entry.label) or _slug(_local(entry.uri)) or "x", used)
         if labels is None and self.entries:
-            notes.append("no label memory given: labels are local names of the IRIs (pass a store for real labels)")
+            notes.append("no label memory given: labels are local names of the IRIs "
+                         "(pass a store for real labels)")
         elif missing:
             notes.append(f"not in the label memory (label = local id): {', '.join(missing[:10])}"
                          + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
@@ -174,7 +175,8 @@ class _Placeholders:
         if e.kind != "entity" and "." in local and not re.fullmatch(r"[mg]\.\w+", local):
             local = local.rsplit(".", 1)[-1]  # dotted schema names: the last segment reads best
             return local.replace("_", " ")
-        if self.profile.labels_from_local_names or e.kind == "property" and not re.fullmatch(r"[A-Za-z]?\d+", local):
+        opaque = re.fullmatch(r"[A-Za-z]?\d+", local) is not None  # Q42, P31: no words to read
+        if self.profile.labels_from_local_names or (e.kind == "property" and not opaque):
             return self.profile.local_name_label(e.uri) or local
         return local
 
@@ -245,15 +247,17 @@ def strip_auto_label_service(sparql: str) -> tuple[str, list[str]]:
 # ---- decompose ------------------------------------------------------------------------------
 
 
-def decompose(gold_sparql: str, profile: str | KBProfile = "wikidata", labels: LabelMemory | None = None) -> DecomposeResult:
+def decompose(gold_sparql: str, profile: str | KBProfile = "wikidata",
+              labels: LabelMemory | None = None) -> DecomposeResult:
     """Gold SPARQL → DecomposeResult (DeSQ text, Plan, grounding, notes, shape). Never raises on bad input."""
     prof = get_profile(profile)
-    result = DecomposeResult(None, profile=prof.name)
+    # A profile configured from JSON is a generic one to the prefix tables and the metrics.
+    result = DecomposeResult(None, profile=prof.name if prof.name in PROFILES else "generic")
     if not isinstance(gold_sparql, str) or not gold_sparql.strip():
         result.error = "empty gold query"
         return result
     text, notes = strip_auto_label_service(gold_sparql)
-    prepared = prepare_gold_sparql(text, kb=prof.name, check_syntax=False)
+    prepared = prepare_gold_sparql(text, kb=result.profile, check_syntax=False)
     result.gold_sparql = prepared.sparql
     result.notes = notes + list(prepared.notes)
     if prepared.reason:
@@ -287,8 +291,10 @@ def decompose(gold_sparql: str, profile: str | KBProfile = "wikidata", labels: L
         return result
     parsed = parse_desq(result.desq_text)
     if not parsed.ok:
-        # A gap between the DeSQ writer and reader: report it rather than hand out text that fails.
-        result.error = "the DeSQ text does not parse back: " + "; ".join(e.message for e in parsed.errors[:3])
+        # The DeSQ reader's meaning checks also catch gold queries that are not valid SPARQL 1.1
+        # (rdflib accepts `(COUNT(*) AS ?x)` with ?x bound in the pattern): report, never hand out.
+        result.error = "the DeSQ reader refuses the decomposition: " + "; ".join(
+            e.message for e in parsed.errors[:3])
         return result
     result.plan = parsed.plan
     return result

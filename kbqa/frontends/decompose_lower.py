@@ -90,7 +90,8 @@ class Lowerer:
     def query(self, q: CompValue) -> Query:
         name = q.name
         if name not in ("SelectQuery", "AskQuery", "SubSelect"):
-            raise Unsupported(f"{name.replace('Query', '').upper()} queries are not supported (only SELECT and ASK)")
+            form = name.replace("Query", "").upper()
+            raise Unsupported(f"{form} queries are not supported (only SELECT and ASK)")
         if _g(q, "datasetClause"):
             raise Unsupported("FROM / FROM NAMED clauses are not supported")
         out = Query(form="ask" if name == "AskQuery" else "select")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,11 +39,18 @@ class Slot:
     uri: str | None
     label: str = ""
     span: list[int] | None = None  # [start, end) in the question; None when the question does not name it
+    # Re-filled from the new question's mentions: slots the question names, and entities with no label in
+    # the store (the question surely names them, we cannot see where). Others (`male` in "brother") are
+    # part of the structure and kept.
+    refill: bool = False
 
     @property
     def refillable(self) -> bool:
-        """Only slots the question names are re-filled; others (e.g. `male` in "brother") are structure."""
-        return self.span is not None
+        return self.refill
+
+    @property
+    def position(self) -> int:
+        return self.span[0] if self.span else 1 << 30
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -218,5 +224,3 @@ def slot_pattern(label: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(label) + r"(?!\w)", re.I)
 
 
-def timed() -> float:
-    return time.perf_counter()

@@ -104,13 +104,14 @@ def _slots_and_checks(parsed: ParseResult, question: str, memory: LabelMemory,
     names_by_uri: dict[str, list[str]] = {}
     uris = [g.uri for g in parsed.grounding if g.uri and g.kind in ("entity", "class")]
     for iri, row in memory.get_many(uris).items():
-        names_by_uri[iri] = [row.label, *row.aliases]
+        names_by_uri[iri] = [n for n in (row.label, *row.aliases) if n]
     slots = []
     for g in parsed.grounding:
         if g.kind not in ("entity", "class"):
             continue
-        names = names_by_uri.get(g.uri or "", []) + [g.label]
-        slots.append(Slot(g.name, g.kind, g.uri, g.label, _span_of(question, names)))
+        names = names_by_uri.get(g.uri or "", [])
+        span = _span_of(question, names + [g.label])
+        slots.append(Slot(g.name, g.kind, g.uri, g.label, span, span is not None or (g.kind == "entity" and not names)))
     props = {g.name: g.uri for g in parsed.grounding if g.kind == "property" and g.uri}
     checks: list[Check] = []
     slot_names = {s.name for s in slots}
@@ -155,14 +156,14 @@ def make_case(rec_id: str, dataset: str, question: str, lang: str, desq_text: st
     if not parsed.ok:
         raise ValueError("target does not parse: " + "; ".join(e.message for e in parsed.errors[:2]))
     slots, checks = _slots_and_checks(parsed, question, memory, profile)
-    masked = mask(question, [tuple(s.span) for s in slots if s.span], NEUTRAL)
+    masked = mask(question, [(s.span[0], s.span[1]) for s in slots if s.span], NEUTRAL)
     return Case(f"{dataset}:{rec_id}:{lang}", dataset, rec_id, question, lang, masked, {"desq": desq_text}, slots,
                 checks, signature(parsed, slots))
 
 
 def _observe_prior(prior: MentionPrior, detector: MentionDetector, case: Case, memory: LabelMemory) -> None:
     """Which spans matched a name, and whether each was the gold entity's mention."""
-    gold_spans = [tuple(s.span) for s in case.slots if s.span and s.refillable]
+    gold_spans = [(s.span[0], s.span[1]) for s in case.slots if s.span]
     toks = tokenize(case.question)
     inside = {i for i, t in enumerate(toks) if any(a <= t[0] and t[1] <= b for a, b in gold_spans)}
     matched: dict[str, bool] = {}

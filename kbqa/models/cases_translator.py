@@ -86,6 +86,8 @@ class CasesTranslator(Translator):
         self.exclude_ids = set(exclude_ids or ())
         self.exclude_questions = {question_key(q) for q in exclude_questions or ()}
         self.exclude_datasets = set(exclude_datasets or ())
+        # load and warm the model now (the first forward pass is slow): a translation's time is its own
+        self.bank.encode(["warm up"])
 
     def close(self) -> None:
         self.memory.close()
@@ -163,7 +165,7 @@ class CasesTranslator(Translator):
             share = sum(max(h.similarity, 0.0) ** 4 for h in group) / total
             rep = max(group, key=lambda h: h.similarity)
             base = max(rep.similarity, 0.0) ** 2 * (0.4 + 0.6 * share)
-            slots = sorted((s for s in rep.case.slots if s.refillable), key=lambda s: s.span[0])  # type: ignore[index]
+            slots = sorted((s for s in rep.case.slots if s.refillable), key=lambda s: s.position)
             picked = self._assign(len(slots), masked, ranked)
             if len(picked) < len(slots):
                 base *= 0.5 ** (len(slots) - len(picked))  # a slot with no mention: weaker evidence

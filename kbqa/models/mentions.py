@@ -187,8 +187,9 @@ class MentionDetector:
             prior = self.prior.span_prior(norm)
             mentions.append(Mention(start, end, question[start:end], norm, self._score(prior, j - i, len(toks), cands),
                                     prior, False, cands))
-        if not any(m.prior >= 0.3 and m.score >= 0.3 for m in mentions):
-            mentions.extend(self._fuzzy(question, toks, max_candidates))
+        if not any(m.prior >= 0.3 for m in mentions):
+            seen = {(m.start, m.end) for m in mentions}
+            mentions.extend(m for m in self._fuzzy(question, toks, max_candidates) if (m.start, m.end) not in seen)
         mentions.sort(key=lambda m: (-m.score, -(m.end - m.start)))
         return mentions[:max_mentions * 3]
 

@@ -1,0 +1,64 @@
+"""`kbqa ask`: a question -> translator (cases by default) -> checked SPARQL, answers with labels, step report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+
+EXAMPLE = """kbqa ask "where was sasha vujačić born"
+  kbqa ask "who directed Titanic?" --format json
+  kbqa ask "..." --backend openai --endpoint http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
+  kbqa ask "..." --backend replay --replay outputs.jsonl --id q17"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparser(subparsers, "ask", "answer a question: translate, compile, run", EXAMPLE)
+    p.add_argument("question", help="the question, in words")
+    add_store_flag(p)
+    p.add_argument("--backend", choices=["cases", "replay", "openai"], default=None,
+                   help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
+    p.add_argument("--frontend", choices=["desq"], default="desq", help="the language the translator writes")
+    p.add_argument("--model", default=None, help="model name for the openai backend")
+    p.add_argument("--endpoint", default=None, help="OpenAI-compatible server URL (…/v1)")
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
+    p.add_argument("--id", default=None, help="question id to look up in the replay file")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="also print the translator's text and what it was based on")
+    add_format_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from kbqa.commands.compile import _print_text
+    from kbqa.config import get_settings
+    from kbqa.models.ask import ask
+    from kbqa.models.model_translator import make_translator
+    from kbqa.models.settings import get_model_settings
+    from kbqa.pipeline import Engine
+
+    settings = get_settings()
+    msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.endpoint,
+                                   replay_path=args.replay)
+    store = resolve_store(args.store)
+    timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
+    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap) as engine:
+        # the translator's KB checks share the engine's query worker instead of starting a second one
+        shared = getattr(engine.assembler, "store", None) or getattr(engine, "_store", None)
+        translator = make_translator(msettings, store, store=shared)
+        try:
+            result = ask(engine, args.question, translator, args.frontend, qid=args.id)
+        finally:
+            translator.close()
+        if args.format == "json":
+            print_json(result.to_dict())
+        else:
+            if getattr(args, "verbose", 0) and result.text:
+                print(result.text)
+            _print_text(result, engine)
+    for err in result.errors:
+        print(f"error: {err}", file=sys.stderr)
+    return result.exit_code

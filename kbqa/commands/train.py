@@ -1,0 +1,63 @@
+"""`kbqa train`: LoRA fine-tuning of a small causal LM on the case bank's (question, DeSQ) pairs, on the CPU."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kb_dumps.errors import EXIT_OK
+from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+
+EXAMPLE = """kbqa models fetch smollm2-135m && kbqa cases build
+  kbqa train --base smollm2-135m --out adapters/smol --max-steps 60
+  kbqa train --base smollm2-135m --out adapters/smol --max-steps 120   (resumes at step 60)
+  kbqa ask "..." --backend hf --model smollm2-135m --adapter adapters/smol"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparser(subparsers, "train", "LoRA fine-tuning of a small model on case-bank pairs (question -> DeSQ)",
+                  EXAMPLE)
+    p.add_argument("--base", required=True, help="base model: a registered name (`kbqa models list`) or a checkpoint")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="adapter folder (resumed when it has a "
+                   "checkpoint)")
+    add_store_flag(p)
+    p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
+                   help="JSONL of {question, target} instead of the store's case bank")
+    p.add_argument("--exclude-questions", type=Path, default=None, metavar="FILE",
+                   help="questions to leave out (one per line): the dev questions you will score on")
+    p.add_argument("--max-pairs", type=int, default=None, help="use at most N pairs")
+    p.add_argument("--max-steps", type=int, default=60, help="optimizer steps in all (default 60)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step")
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--lora-r", type=int, default=16)
+    p.add_argument("--max-len", type=int, default=256, help="tokens per example; longer ones are left out")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    p.add_argument("--no-bf16", action="store_true", help="float32 even where the CPU has bf16")
+    p.add_argument("--no-resume", action="store_true", help="start over even when --out has a checkpoint")
+    p.add_argument("--save-every", type=int, default=20, help="checkpoint every N steps (default 20)")
+    p.add_argument("--log-every", type=int, default=5)
+    add_format_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from kbqa.commands.cases import _lines
+    from kbqa.models.train import TrainConfig, train
+
+    store = None if args.pairs else str(resolve_store(args.store))
+    cfg = TrainConfig(base=args.base, out=str(args.out), store=store,
+                      pairs_file=str(args.pairs) if args.pairs else None, max_pairs=args.max_pairs,
+                      exclude_questions=_lines(args.exclude_questions), max_steps=args.max_steps,
+                      batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr, lora_r=args.lora_r,
+                      lora_alpha=2 * args.lora_r, max_len=args.max_len, threads=args.threads,
+                      bf16=False if args.no_bf16 else None, resume=not args.no_resume,
+                      save_every=args.save_every, log_every=args.log_every)
+    result = train(cfg)
+    if args.format == "json":
+        print_json(result.to_dict())
+    else:
+        print(f"adapter {result.adapter}: {result.steps} steps on {result.pairs} pairs ({result.dtype}), loss "
+              f"{result.first_loss} -> {result.last_loss}, {result.steps_per_s:.3f} steps/s, "
+              f"{result.tokens_per_step:.0f} tokens/step")
+    return EXIT_OK

@@ -1,0 +1,154 @@
+"""The `llama-cpp` backend: a GGUF model in-process through llama-cpp-python, with GBNF-constrained decoding.
+
+llama-cpp-python is an optional extra built by `scripts/install_llama_cpp.sh` (portable CPU build).
+A model is a registered name (`kbqa models fetch NAME`), a GGUF path, or a Hugging Face repo id
+(`org/repo` or `org/repo:file-pattern.gguf`, downloaded by llama-cpp-python when a network is there).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kbqa.models.base import Backend, GenerateResult, TranslateError
+from kbqa.models.fetch import resolve_model
+from kbqa.models.settings import ModelSettings
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "llama-cpp-python is not installed; build it with scripts/install_llama_cpp.sh"
+DEFAULT_N_CTX = 4096
+# Quantised GGUF of a repo when only `org/repo` is given.
+DEFAULT_REPO_PATTERN = "*q4_k_m.gguf"
+
+
+def llama_cpp_available() -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError:
+        raise TranslateError(INSTALL_HINT, stage="usage") from None
+    return llama_cpp
+
+
+def compile_grammar(text: str) -> Any:
+    """A GBNF text compiled by llama.cpp's own grammar parser; a bad grammar is a TranslateError."""
+    llama_cpp = _import_llama()
+    try:
+        return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+    except (ValueError, RuntimeError) as e:
+        raise TranslateError(f"llama.cpp refused the grammar: {e}", stage="usage") from None
+
+
+class LlamaCppBackend(Backend):
+    """A loaded GGUF model. One generation at a time (a llama.cpp context is not re-entrant)."""
+
+    name = "llama-cpp"
+
+    def __init__(self, model: str | Path, *, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None,
+                 n_batch: int = 512, seed: int = 0, chat_format: str | None = None, verbose: bool = False):
+        self.model = str(model)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_batch = n_batch
+        self.seed = seed
+        self.chat_format = chat_format
+        self.verbose = verbose
+        self._llm: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.load_seconds = 0.0
+
+    @classmethod
+    def from_settings(cls, s: ModelSettings) -> LlamaCppBackend:
+        # n_ctx / n_threads are read when the settings declare them (KBQA_N_CTX, KBQA_N_THREADS)
+        return cls(s.model, n_ctx=int(getattr(s, "n_ctx", 0) or DEFAULT_N_CTX),
+                   n_threads=getattr(s, "n_threads", None) or None)
+
+    # ---- loading ---------------------------------------------------------------------------
+    def _load(self) -> Any:
+        if self._llm is not None:
+            return self._llm
+        llama_cpp = _import_llama()
+        ref = resolve_model(self.model)
+        kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "n_threads": self.n_threads,
+                                  "n_threads_batch": self.n_threads, "n_batch": self.n_batch, "seed": self.seed,
+                                  "verbose": self.verbose}
+        if self.chat_format:
+            kwargs["chat_format"] = self.chat_format
+        t0 = time.perf_counter()
+        try:
+            if Path(ref).is_file():
+                self._llm = llama_cpp.Llama(model_path=ref, **kwargs)
+            elif _looks_like_repo(ref):
+                repo, _, pattern = ref.partition(":")
+                self._llm = llama_cpp.Llama.from_pretrained(repo_id=repo, filename=pattern or DEFAULT_REPO_PATTERN,
+                                                            **kwargs)
+            else:
+                raise TranslateError(f"model {ref!r} is neither a GGUF file, a registered model (`kbqa models "
+                                     "list`) nor a Hugging Face repo id (org/repo)", stage="usage")
+        except TranslateError:
+            raise
+        except (ValueError, RuntimeError, OSError) as e:
+            raise TranslateError(f"llama.cpp could not load {ref}: {e}", file=ref) from None
+        except ImportError as e:  # from_pretrained needs huggingface_hub
+            raise TranslateError(f"cannot fetch {ref} from the Hugging Face hub: {e}", stage="usage") from None
+        self.load_seconds = time.perf_counter() - t0
+        log.info("loaded %s in %.1f s (%d threads, n_ctx %d)", ref, self.load_seconds, self.n_threads, self.n_ctx)
+        return self._llm
+
+    def grammar(self, text: str) -> Any:
+        """Compiled grammars are cached by text: compiling the DeSQ grammar on every call costs time."""
+        if text not in self._grammars:
+            self._grammars[text] = compile_grammar(text)
+        return self._grammars[text]
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._load().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    # ---- the interface ---------------------------------------------------------------------
+    def generate(self, prompt: str | list[dict[str, str]], grammar: str | None = None, max_tokens: int = 512,
+                 temperature: float = 0.0, stop: list[str] | None = None) -> GenerateResult:
+        llm = self._load()
+        compiled = self.grammar(grammar) if grammar else None
+        common: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "stop": list(stop or []),
+                                  "grammar": compiled, "seed": self.seed}
+        with self._lock:
+            t0 = time.perf_counter()
+            try:
+                if isinstance(prompt, str):
+                    out = llm.create_completion(prompt, **common)
+                    text = out["choices"][0]["text"]
+                else:
+                    out = llm.create_chat_completion(messages=list(prompt), **common)
+                    text = out["choices"][0]["message"]["content"] or ""
+            except ValueError as e:  # e.g. the prompt does not fit the context window
+                raise TranslateError(f"llama.cpp refused the request: {e} (n_ctx {self.n_ctx})") from None
+            except RuntimeError as e:
+                raise TranslateError(f"llama.cpp failed while generating: {e}") from None
+            seconds = time.perf_counter() - t0
+        usage = out.get("usage") or {}
+        return GenerateResult(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                              seconds, self.name, Path(self.model).name, out["choices"][0].get("finish_reason"))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llm is not None and hasattr(self._llm, "close"):
+                self._llm.close()
+            self._llm = None
+
+
+def _looks_like_repo(ref: str) -> bool:
+    head = ref.partition(":")[0]
+    return head.count("/") == 1 and not head.startswith((".", "/")) and not Path(head).exists()
