@@ -129,6 +129,7 @@ def main() -> int:
         "execute_step_s": {"p50": round(percentile(exec_seconds, 50), 4),
                            "p99": round(percentile(exec_seconds, 99), 4)},
         "warm_up_s": round(warm_s, 2), "repeat": args.repeat,
+        "slowest": sorted(((round(statistics.median(ts), 3), f) for f, ts in per_question.items()), reverse=True)[:3],
     }
     print(f"fixtures: {correct}/{len(spec)} answers equal the gold answers")
     for f, why in failed.items():
@@ -141,6 +142,7 @@ def main() -> int:
     print(f"  wikidata-mini only: p50 {figures['wikidata_mini_per_question_s']['p50'] * 1000:.1f} ms, "
           f"p99 {figures['wikidata_mini_per_question_s']['p99'] * 1000:.1f} ms; execute step alone: "
           f"p50 {figures['execute_step_s']['p50'] * 1000:.1f} ms, p99 {figures['execute_step_s']['p99'] * 1000:.1f} ms")
+    print("  slowest (median s): " + ", ".join(f"{f} {t:.2f}" for t, f in figures["slowest"]))
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1), encoding="utf-8")
     return 0

@@ -5,8 +5,9 @@
         result = engine.compile(desq_text)          # one Result: SPARQL, answers, Plan, grounding, steps
         print(result.status, result.sparql, result.to_dict())
 
-Later issues add translators (`Engine.ask(question)`: question → front-end text through a model or the
-case bank) and more front-ends (`FRONTENDS`); they fill the same `Result`.
+`Engine.ask(question)` puts a translator in front (the case bank by default, or a model backend) and
+repairs failed outputs with the model (`kbqa/repair.py`); DeSQ, QCompiler and PyRAG texts all lower to
+the same Plan. Everything fills the same `Result`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _parse_desq(text: str) -> Any:
 
 
 # Front-end name → text parser returning an object with `.plan`, `.errors`, `.constraints` (see desq.ParseResult).
-# QCompiler and PyRAG front-ends register here when they land.
+# QCompiler and PyRAG need a translator for their leaves / sub-questions: `Engine._frontend` binds it.
 FRONTENDS: dict[str, Callable[[str], Any]] = {"desq": _parse_desq}
+FRONTEND_NAMES = ("desq", "qcompiler", "pyrag")
 
 # Exit code of the `kbqa` command for each failed stage (DESIGN "Command line and Python API").
 _STAGE_EXIT = {"parse": EXIT_BAD_INPUT, "validate": EXIT_BAD_INPUT, "assemble": EXIT_BAD_INPUT,
@@ -69,6 +71,8 @@ class Result:
     errors: list[ErrorInfo] = field(default_factory=list)
     timed_out: bool = False
     seconds: float = 0.0
+    translation: dict | None = None  # the translator's output, tokens and timings (set by `ask`)
+    repairs: dict | None = None  # the self-repair rounds (set by `ask` when a model repaired its output)
 
     @property
     def ok(self) -> bool:
@@ -92,7 +96,8 @@ class Result:
                 "attempts": [a.to_dict() for a in self.attempts],
                 "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
                 "steps": [s.to_dict() for s in self.steps], "errors": [e.to_dict() for e in self.errors],
-                "timed_out": self.timed_out, "seconds": round(self.seconds, 6)}
+                "timed_out": self.timed_out, "seconds": round(self.seconds, 6),
+                "translation": self.translation, "repairs": self.repairs}
 
     @classmethod
     def from_dict(cls, d: dict) -> Result:
@@ -105,7 +110,8 @@ class Result:
                    diagnosis=Diagnosis.from_dict(d["diagnosis"]) if d.get("diagnosis") else None,
                    steps=[Step.from_dict(s) for s in d.get("steps", [])],
                    errors=[ErrorInfo(**e) for e in d.get("errors", [])], timed_out=bool(d.get("timed_out")),
-                   seconds=float(d.get("seconds", 0.0)))
+                   seconds=float(d.get("seconds", 0.0)), translation=d.get("translation"),
+                   repairs=d.get("repairs"))
 
 
 class Engine:
@@ -117,8 +123,11 @@ class Engine:
 
     def __init__(self, store: str | Path | None = None, *, profile: str | KBProfile | None = None,
                  timeout_s: float | None = None, row_cap: int | None = None,
-                 options: AssembleOptions | None = None, grounder: Any = None):
+                 options: AssembleOptions | None = None, grounder: Any = None, translator: Any = None,
+                 repair_rounds: int = 2):
         self.options = options or AssembleOptions()
+        self.translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
+        self.repair_rounds = repair_rounds
         if timeout_s is not None:
             self.options.timeout_s = timeout_s
         if row_cap is not None:
@@ -184,9 +193,9 @@ class Engine:
         for bad input or a failing query: the Result says which stage failed and why."""
         t_start = time.perf_counter()
         result = Result(frontend=frontend, text=text if isinstance(text, str) else "")
-        parse = FRONTENDS.get(frontend)
+        parse = self._frontend(frontend)
         if parse is None:
-            err = ErrorInfo("parse", f"unknown front-end {frontend!r}; choose one of {', '.join(sorted(FRONTENDS))}")
+            err = ErrorInfo("parse", f"unknown front-end {frontend!r}; choose one of {', '.join(FRONTEND_NAMES)}")
             result.steps.append(Step("parse", False, 0.0, "", [err]))
             return _finish(result, "parse", [err], t_start)
         t0 = time.perf_counter()
@@ -201,7 +210,9 @@ class Engine:
             result.steps.append(Step("validate", not validate_errs, 0.0, "", validate_errs))
         if parsed.errors or parsed.plan is None:
             errs = list(parsed.errors) or [ErrorInfo("parse", "no Plan was produced")]
-            return _finish(result, "parse" if parse_errs or not validate_errs else "validate", errs, t_start)
+            stage = errs[0].stage if errs[0].stage in ("translate", "assemble") else (
+                "parse" if parse_errs or not validate_errs else "validate")
+            return _finish(result, stage, errs, t_start)
         result.plan = parsed.plan.to_dict()
         try:
             assembler = self.assembler
@@ -221,10 +232,35 @@ class Engine:
         """Compile and run `text` on the store: the answers with their labels (compile with execute=True)."""
         return self.compile(text, frontend=frontend, execute=True)
 
-    def ask(self, question: str, **kw: Any) -> Result:
-        """Question → front-end text (translator) → `compile`. Translators land in a later issue."""
-        raise KBQAError("no translator is available yet: write the DeSQ text and use `compile` "
-                        "(`kbqa compile FILE --frontend desq`)", stage="translate")
+    def _frontend(self, frontend: str) -> Callable[[str], Any] | None:
+        """The parser of a front-end; QCompiler and PyRAG get the engine's translator for their leaves."""
+        if frontend not in ("qcompiler", "pyrag"):
+            return FRONTENDS.get(frontend)
+        from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator
+
+        tr, rounds = self.translator, self.repair_rounds
+        leaf = leaf_translator(tr) if tr is not None else None
+        repair = leaf_repairer(tr) if tr is not None else None
+        if frontend == "qcompiler":
+            from kbqa.frontends.qcompiler import parse_qcompiler
+
+            return lambda text: parse_qcompiler(text, leaf, repair=repair, repair_rounds=rounds)
+        from kbqa.frontends.pyrag import parse_pyrag
+
+        return lambda text: parse_pyrag(text, leaf, profile=self.profile, repair=repair, repair_rounds=rounds)
+
+    def ask(self, question: str, translator: Any = None, frontend: str = "desq", qid: str | None = None) -> Result:
+        """Question → front-end text (the translator: the case bank by default, see `kbqa.models.settings`)
+        → `compile`, with a `translate` step (timings, tokens) first and model repairs recorded."""
+        from kbqa.models.ask import ask
+
+        tr = translator or self.translator
+        if tr is None:
+            from kbqa.models.model_translator import make_translator
+            from kbqa.models.settings import get_model_settings
+
+            tr = make_translator(get_model_settings(), self.store_dir, store=self.assembler.store)
+        return ask(self, question, tr, frontend, qid=qid)
 
 
 def _finish(result: Result, stage: str, errors: list[ErrorInfo], t_start: float) -> Result:

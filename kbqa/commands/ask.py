@@ -20,12 +20,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_store_flag(p)
     p.add_argument("--backend", choices=["cases", "replay", "openai"], default=None,
                    help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
-    p.add_argument("--frontend", choices=["desq"], default="desq", help="the language the translator writes")
+    p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq", help="the language the translator writes")
     p.add_argument("--model", default=None, help="model name for the openai backend")
     p.add_argument("--endpoint", default=None, help="OpenAI-compatible server URL (…/v1)")
     p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
+    p.add_argument("--repair-rounds", type=int, default=2, metavar="N",
+                   help="times a failed model output goes back to the model with its errors (default 2)")
+    p.add_argument("--explain", action="store_true", help="also print the translator's parts and the Plan")
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                    help="also print the translator's text and what it was based on")
     add_format_flag(p)
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                                    replay_path=args.replay)
     store = resolve_store(args.store)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap) as engine:
+    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds) as engine:
         # the translator's KB checks share the engine's query worker instead of starting a second one
         shared = getattr(engine.assembler, "store", None) or getattr(engine, "_store", None)
         translator = make_translator(msettings, store, store=shared)
@@ -58,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             if getattr(args, "verbose", 0) and result.text:
                 print(result.text)
+            if args.explain:
+                from kbqa.commands.compile import print_explain
+
+                print_explain(result)
             _print_text(result, engine)
     for err in result.errors:
         print(f"error: {err}", file=sys.stderr)

@@ -16,13 +16,34 @@ EXAMPLE = """kbqa compile question.desq --frontend desq --store .kbqa/stores/wik
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparser(subparsers, "compile", "compile front-end text (DeSQ) to SPARQL and run it", EXAMPLE)
     p.add_argument("file", help="the front-end text file, or - for stdin")
-    p.add_argument("--frontend", default="desq", choices=["desq"], help="the input language (default: desq)")
+    p.add_argument("--frontend", default="desq", choices=["desq", "qcompiler", "pyrag"], help="the input language (default: desq)")
     add_store_flag(p)
     p.add_argument("--no-execute", action="store_true",
                    help="generate only: ground (guessed URIs when no --store is given) and parse-check, never run")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
+    p.add_argument("--repair-rounds", type=int, default=2, metavar="N",
+                   help="qcompiler/pyrag: times a leaf's failed translation goes back to the model (default 2)")
+    p.add_argument("--explain", action="store_true",
+                   help="also print the leaves / sub-questions with their DeSQ, and the Plan")
     add_format_flag(p)
     return p
+
+
+def print_explain(result) -> None:  # noqa: ANN001 - a pipeline.Result
+    """The front-end's parts (ACs, QCompiler leaves, PyRAG lines) and the Plan, before the query."""
+    import json
+
+    print("== parts")
+    for c in result.constraints:
+        ident = c.get("id") or c.get("leaf") or ""
+        print(f"{ident}: {c.get('text', '')}")
+        body = (c.get("fragment") or c.get("desq") or "").strip()
+        for line in body.splitlines():
+            print(f"    {line}")
+    if result.plan:
+        print("== plan")
+        print(json.dumps(result.plan, ensure_ascii=False))
+    print("== query and answers")
 
 
 def _read(path: str) -> str:
@@ -45,12 +66,20 @@ def run(args: argparse.Namespace) -> int:
     # --no-execute without --store: no store at all (guessed URIs, unchecked); with --store: grounded, not run.
     store = None if args.no_execute and args.store is None else resolve_store(args.store)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap) as engine:
+    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds) as engine:
+        if args.frontend != "desq":  # leaves / sub-questions are translated to DeSQ
+            from kbqa.models.model_translator import make_translator
+            from kbqa.models.settings import get_model_settings
+
+            engine.translator = make_translator(get_model_settings(), store,
+                                                store=engine.assembler.store if store else None)
         result = engine.compile(text, frontend=args.frontend, execute=not args.no_execute)
-    if args.format == "json":
-        print_json(result.to_dict())
-    else:
-        _print_text(result, engine)
+        if args.format == "json":
+            print_json(result.to_dict())
+        else:
+            if args.explain:
+                print_explain(result)
+            _print_text(result, engine)
     for err in result.errors:
         where = f"{args.file}:{err.line}" if err.line and args.file != "-" else (f"line {err.line}" if err.line else "")
         loc = ", ".join(x for x in (where, err.ac or "") if x)

@@ -24,6 +24,7 @@ Lowering is in `pyrag_lower.py`; this file reads and checks.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,7 +247,9 @@ def read_program(text: str) -> Program:
         prog.errors.append(ErrorInfo("parse", f"the program is longer than {MAX_LENGTH} characters"))
         return prog
     try:
-        tree = ast.parse(body, mode="exec")
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for "\d" in a label: not the user's concern here
+            warnings.simplefilter("ignore")
+            tree = ast.parse(body, mode="exec")
     except SyntaxError as e:
         prog.errors.append(ErrorInfo("parse", f"line {e.lineno}: Python syntax error: {e.msg}", line=e.lineno,
                                      column=e.offset, ac=f"line{e.lineno}" if e.lineno else None))

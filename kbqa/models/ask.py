@@ -40,7 +40,12 @@ def ask(engine: Any, question: str, translator: Translator, frontend: str = "des
         result.errors = errors
         result.seconds = time.perf_counter() - t0
         return result
-    result = engine.compile(tr.text, frontend=frontend, execute=True)
+    if getattr(engine, "translator", None) is None:
+        engine.translator = translator  # QCompiler leaves and PyRAG sub-questions use it too
+    from kbqa.repair import compile_with_repair
+
+    result = compile_with_repair(engine, question, tr, translator, frontend,
+                                 rounds=getattr(engine, "repair_rounds", 2), qid=qid)
     result.question = question
     result.steps.insert(0, Step("translate", True, tr.seconds, translation_detail(tr)))
     result.seconds = time.perf_counter() - t0  # translation included

@@ -29,9 +29,10 @@ MAX_GROUNDING = 16
 MAX_ITEMS = 8  # pattern items / modifiers in one fragment, and in one { group }
 MAX_TEXT = 200  # characters of an AC sentence or a description
 MAX_LABEL = 100
+MAX_DESCRIPTION = 400  # Wikidata descriptions copied into the case bank run to ~300 characters
 
 _RULES_HEAD = r'''
-root ::= format? "ATOMIC CONSTRAINTS\n" acline{1,%(acs)d} "FRAGMENTS\n" fragline{1,%(acs)d} "GROUNDING\n" gline{0,%(gl)d}
+root ::= format? "ATOMIC CONSTRAINTS\n" acline{1,%(acs)d} "\n"? "FRAGMENTS\n" fragline{1,%(acs)d} "\n"? "GROUNDING\n" gline{0,%(gl)d}
 format ::= "FORMAT desq/1\n"
 acnum ::= [1-9] [0-9]?
 acline ::= "AC" acnum ": " [^ \n] [^\n]{0,%(text)d} "\n"
@@ -40,11 +41,11 @@ gline ::= "[" ident "] " kind " | " label " | " desc (" | " guri)? "\n"
 kind ::= "entity" | "property" | "class"
 label ::= [^| \n\\] lchar{0,%(label)d}
 lchar ::= [^|\n\\] | "\\|"
-desc ::= lchar{0,%(text)d}
+desc ::= lchar{0,%(desc)d}
 guri ::= pname | "<http" "s"? "://" [^<>"{}|^`\\ \t\n]{1,200} ">"
 
 ident ::= [A-Za-z_] [A-Za-z0-9_]{0,40}
-sp ::= " " | "\n" [ ]{1,8}
+sp ::= " " | "\n" [ ]{1,16}
 osp ::= sp?
 
 fragment ::= head (sp modseq)? (sp safeitem (sp item){0,%(items)d})? | modseq (sp safeitem (sp item){0,%(items)d})? | item (sp item){0,%(items)d} (sp modseq)?
@@ -137,7 +138,7 @@ def _call_rules() -> str:
 def desq_grammar() -> str:
     """The GBNF grammar of the DeSQ text form (built once from the parser's tables)."""
     text = _RULES_HEAD % {"acs": MAX_ACS, "gl": MAX_GROUNDING, "items": MAX_ITEMS - 1, "text": MAX_TEXT,
-                          "label": MAX_LABEL, "values": _values_alts()}
+                          "label": MAX_LABEL, "desc": MAX_DESCRIPTION, "values": _values_alts()}
     prefixes = sorted(p for p in KNOWN_PREFIXES if p)
     extra = [
         _call_rules(),

@@ -161,6 +161,11 @@ class HFBackend(Backend):
             messages = rewrite_for_adapter(messages, self._system)
         return tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
 
+    def prompt_text(self, prompt: str | list[dict[str, str]]) -> str:
+        """The prompt as the model sees it (chat template and adapter layout applied): for reports and debugging."""
+        tok, _ = self._load()
+        return tok.decode(self.encode(prompt)["input_ids"][0])
+
     def generate(self, prompt: str | list[dict[str, str]], grammar: str | None = None, max_tokens: int = 512,
                  temperature: float = 0.0, stop: list[str] | None = None) -> GenerateResult:
         import torch

@@ -6,6 +6,7 @@ flat text (completion-style backends). A repair turn adds the previous output an
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 DESQ_FORMAT = """You translate a question into DeSQ, a decomposed SPARQL format. Write exactly three sections:
@@ -19,6 +20,15 @@ GROUNDING: one line per placeholder `[name] kind | label | short description | g
 Start with the line `FORMAT desq/1`. Write nothing else."""
 
 FORMATS = {"desq": DESQ_FORMAT}
+
+
+def _register_other_formats() -> None:
+    from kbqa.models.grammars_qcompiler_pyrag import PYRAG_FORMAT, QCOMPILER_FORMAT
+
+    FORMATS.update(qcompiler=QCOMPILER_FORMAT, pyrag=PYRAG_FORMAT)
+
+
+_register_other_formats()
 
 
 @dataclass
@@ -72,4 +82,9 @@ def build_prompt(question: str, frontend: str = "desq", examples: list[tuple[str
         raise ValueError(f"no prompt format for the {frontend!r} front-end (known: {', '.join(FORMATS)})")
     # Most similar last: the example nearest the question is the freshest in the model's context.
     ordered = list(reversed(examples or []))
-    return Prompt(FORMATS[frontend], ordered, " ".join(question.split()), previous, list(errors or []))
+    system = FORMATS[frontend]
+    if frontend == "desq" and re.search(r"\{[A-Za-z_]\w*\}", question):
+        from kbqa.models.grammars_qcompiler_pyrag import LEAF_NOTE
+
+        system += "\n" + LEAF_NOTE  # a QCompiler leaf: its {x} must become the [x] placeholder
+    return Prompt(system, ordered, " ".join(question.split()), previous, list(errors or []))

@@ -229,16 +229,16 @@ def train(cfg: TrainConfig, log: Callable[[str], None] = lambda s: print(s, file
     model = get_peft_model(model, lora)  # adapter weights are float32 even over a bf16 base
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: _lr_factor(s, cfg))
     step, losses = 0, []
     if cfg.resume and (ckpt / "state.json").is_file():
         state = json.loads((ckpt / "state.json").read_text(encoding="utf-8"))
         set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
         optim.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))  # tensors only: no pickle code
         step, losses = int(state["step"]), [tuple(x) for x in state["losses"]]
-        sched.last_epoch = step - 1
-        sched.step()
         log(f"resumed from step {step} ({ckpt})")
+    for group in optim.param_groups:
+        group["initial_lr"] = cfg.lr  # the schedule restarts at `step` on resume
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: _lr_factor(s, cfg), last_epoch=step - 1)
     resumed_from = step
     model.train()
     out.mkdir(parents=True, exist_ok=True)
@@ -254,10 +254,11 @@ def train(cfg: TrainConfig, log: Callable[[str], None] = lambda s: print(s, file
                 batch = collate([examples[i] for i in idx], pad_id)
                 tokens += int(batch["attention_mask"].sum())
                 loss = model(**batch).loss / cfg.grad_accum
-                if not math.isfinite(float(loss)):
-                    raise TranslateError(f"the loss became {float(loss)} at step {step}; lower --lr", stage="usage")
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise TranslateError(f"the loss became {value} at step {step}; lower --lr", stage="usage")
                 loss.backward()
-                step_loss += float(loss)
+                step_loss += value
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optim.step()
             sched.step()
