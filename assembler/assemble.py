@@ -51,6 +51,8 @@ def parse_problem(sparql: str) -> str | None:
         _PARSER.query(sparql)
     except SyntaxError as e:
         return str(e)
+    except UnicodeEncodeError as e:
+        return f"the query is not valid Unicode text: {e.reason}"
     return None
 
 

@@ -241,6 +241,11 @@ def _placeholder(w: SparqlWriter, n: Placeholder) -> str:
 def _literal(w: SparqlWriter, n: Literal) -> str:
     if not isinstance(n.value, str):
         w.fail(n, f"literal value must be a string, got {type(n.value).__name__}")
+    if not n.value.isascii():
+        try:
+            n.value.encode("utf-8")
+        except UnicodeEncodeError:
+            w.fail(n, f"literal {n.value[:40]!r} is not valid Unicode text (a lone surrogate); fix the text")
     if n.lang:
         if not _LANG_RE.fullmatch(n.lang):
             w.fail(n, f"invalid language tag {n.lang[:20]!r}")

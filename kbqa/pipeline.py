@@ -255,6 +255,9 @@ class Engine:
         from kbqa.models.ask import ask
 
         tr = translator or self.translator
+        if tr is None and self.store_dir is None:
+            raise KBQAError("asking needs a store (its case bank translates questions) or a translator: "
+                            "Engine(store=DIR) or Engine(translator=…)", stage="translate")
         if tr is None:
             from kbqa.models.model_translator import make_translator
             from kbqa.models.settings import get_model_settings

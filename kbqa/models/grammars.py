@@ -22,12 +22,12 @@ from kbqa.frontends.desq_expr import KNOWN_PREFIXES
 # Layout of a fragment: a head or a modifier with a variable list (`SELECT ?a ?b`, `ORDER BY ?a`) is never
 # followed by a pattern that starts with a variable: the parser would read that variable as one more
 # projection / key. Only the first fragment part may be a head (a second one is a parse error).
-# Bounds: generous for real targets (the case bank's largest has ~8 ACs), small enough that a
+# Bounds: generous for real targets (the case bank's largest has 16 ACs), small enough that a
 # looping model reaches the end of the grammar within a few hundred tokens.
-MAX_ACS = 12
+MAX_ACS = 20
 MAX_GROUNDING = 16
 MAX_ITEMS = 8  # pattern items / modifiers in one fragment, and in one { group }
-MAX_TEXT = 200  # characters of an AC sentence or a description
+MAX_TEXT = 400  # characters of an AC sentence or a string literal
 MAX_LABEL = 100
 MAX_DESCRIPTION = 400  # Wikidata descriptions copied into the case bank run to ~300 characters
 
@@ -45,7 +45,7 @@ desc ::= lchar{0,%(desc)d}
 guri ::= pname | "<http" "s"? "://" [^<>"{}|^`\\ \t\n]{1,200} ">"
 
 ident ::= [A-Za-z_] [A-Za-z0-9_]{0,40}
-sp ::= " " | "\n" [ ]{1,16}
+sp ::= " " | "\n" [ ]{0,16}
 osp ::= sp?
 
 fragment ::= head (sp modseq)? (sp safeitem (sp item){0,%(items)d})? | modseq (sp safeitem (sp item){0,%(items)d})? | item (sp item){0,%(items)d} (sp modseq)?
@@ -101,9 +101,9 @@ def _alts(words: list[str]) -> str:
 
 
 def _values_alts(max_vars: int = 4) -> str:
-    """VALUES with 2..max_vars variables: one alternative per width, so every row has as many terms as variables."""
+    """VALUES (?a …) with 1..max_vars variables: one alternative per width, so rows match the variables."""
     alts = []
-    for n in range(2, max_vars + 1):
+    for n in range(1, max_vars + 1):
         vs = " sp ".join(["var"] * n)
         ts = " sp ".join(["vterm"] * n)
         alts.append(f'"(" osp {vs} osp ")" osp "{{" (osp "(" osp {ts} osp ")"){{0,12}} osp "}}"')

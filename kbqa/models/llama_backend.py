@@ -7,7 +7,9 @@ A model is a registered name (`kbqa models fetch NAME`), a GGUF path, or a Huggi
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import math
 import os
 import threading
 import time
@@ -43,12 +45,57 @@ def _import_llama() -> Any:
 
 
 def compile_grammar(text: str) -> Any:
-    """A GBNF text compiled by llama.cpp's own grammar parser; a bad grammar is a TranslateError."""
+    """A GBNF text as a LlamaGrammar (llama-cpp-python parses it only when sampling: see `GrammarMatcher`)."""
     llama_cpp = _import_llama()
-    try:
-        return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
-    except (ValueError, RuntimeError) as e:
-        raise TranslateError(f"llama.cpp refused the grammar: {e}", stage="usage") from None
+    return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+
+
+class GrammarMatcher:
+    """llama.cpp's own grammar sampler over a model's vocabulary, driven token by token.
+
+    The same code that constrains generation decides here whether a text is admitted: each token
+    of the text must survive the grammar's filtering, and at the end the end-of-generation token
+    must be allowed. A grammar llama.cpp cannot parse is a TranslateError (never a crash later).
+    """
+
+    def __init__(self, llm: Any, grammar: str, root: str = "root"):
+        self._c = _import_llama()
+        self._llm = llm
+        self._ptr = self._c.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), root.encode())
+        if not self._ptr:
+            raise TranslateError("llama.cpp cannot parse the grammar (its log above names the rule)", stage="usage")
+
+    def allowed(self, tokens: list[int]) -> list[bool]:
+        """Which of `tokens` the grammar allows next (llama.cpp sets the logit of the others to -inf)."""
+        c = self._c
+        data = (c.llama_token_data * len(tokens))(*[c.llama_token_data(t, 0.0, 0.0) for t in tokens])
+        arr = c.llama_token_data_array(data, len(tokens), -1, False)
+        c.llama_sampler_apply(self._ptr, ctypes.byref(arr))
+        return [math.isfinite(data[i].logit) for i in range(len(tokens))]
+
+    def accept(self, token: int) -> None:
+        self._c.llama_sampler_accept(self._ptr, token)
+
+    def admits(self, text: str) -> tuple[bool, int]:
+        """(whether the grammar admits `text` in full, characters accepted before the first refused token)."""
+        accepted = 0
+        for tok in self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+            if not self.allowed([tok])[0]:
+                return False, accepted
+            self.accept(tok)
+            accepted += len(self._llm.detokenize([tok]).decode("utf-8", "replace"))
+        return self.allowed([self._llm.token_eos()])[0], accepted
+
+    def close(self) -> None:
+        if self._ptr:
+            self._c.llama_sampler_free(self._ptr)
+            self._ptr = None
+
+    def __enter__(self) -> GrammarMatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class LlamaCppBackend(Backend):
@@ -109,10 +156,15 @@ class LlamaCppBackend(Backend):
         return self._llm
 
     def grammar(self, text: str) -> Any:
-        """Compiled grammars are cached by text: compiling the DeSQ grammar on every call costs time."""
+        """A grammar checked once by llama.cpp's parser (a bad one would otherwise fail inside sampling)."""
         if text not in self._grammars:
+            GrammarMatcher(self._load(), text).close()
             self._grammars[text] = compile_grammar(text)
         return self._grammars[text]
+
+    def matcher(self, grammar: str) -> GrammarMatcher:
+        """A fresh grammar matcher over this model's vocabulary (close it, or use it as a context manager)."""
+        return GrammarMatcher(self._load(), grammar)
 
     def tokenize(self, text: str) -> list[int]:
         return list(self._load().tokenize(text.encode("utf-8"), add_bos=False, special=False))
