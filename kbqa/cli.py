@@ -12,8 +12,11 @@ from kb_dumps.errors import EXIT_BACKEND, EXIT_USAGE, KBQAError
 from kbqa.commands import VERBS
 
 EPILOG = """examples:
-  kbqa ingest --sample wikidata-mini           build the bundled sample KB
+  kbqa ingest --sample wikidata-mini           build the bundled sample KB (kbqa index, kbqa cases build next)
+  kbqa ask "where was sasha vujačić born"      question -> checked SPARQL -> answers + step report
+  kbqa compile plan.desq --explain             a DeSQ / QCompiler / PyRAG text -> SPARQL -> answers
   kbqa sparql "SELECT * WHERE { ?s ?p ?o } LIMIT 5"
+  kbqa eval simplequestions-valid --predictions preds.jsonl --out runs/x
   kbqa ingest dump.nt.gz --store kb/           load your own dump
 
 exit codes: 0 success, 1 no answer, 2 usage error, 3 bad input, 4 backend or store failure"""

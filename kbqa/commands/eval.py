@@ -40,7 +40,11 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--predictions", type=Path, metavar="FILE.jsonl", help="predictions of any system, JSONL")
     mode.add_argument("--backend", metavar="NAME",
-                      help="run the engine with this translator backend (not available yet: needs translators)")
+                      help="run the engine on the questions with this translator: cases (default when neither "
+                           "--predictions nor --oracle is given), llama-cpp, openai, hf, replay; the scored questions "
+                           "are always left out of the case bank")
+    p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq",
+                   help="with --backend: the language the translator writes (default desq)")
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N records only")
@@ -189,6 +193,37 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
     return predict
 
 
+def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: list[Any], timeout: float,
+                      row_cap: int, engines: list[Any], closers: list[Any]) -> Any:
+    """The whole system: Engine.ask with a translator backend. The questions being scored are excluded
+    from the case bank (by id and by text), so no scored question is ever its own example."""
+    from eval.runner import Prediction
+    from kbqa.models.model_translator import make_translator
+    from kbqa.models.settings import get_model_settings
+    from kbqa.pipeline import Engine
+
+    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap)
+    engines.append(engine)
+    translator = make_translator(get_model_settings(backend=backend), store_dir, store=engine.assembler.store)
+    closers.append(translator)
+    for attr, values in (("exclude_ids", {r.id for r in records}),
+                         ("exclude_questions", {q for r in records for q in r.questions.values()})):
+        if hasattr(translator, attr):  # the cases translator (and few-shot banks) leave these out
+            current = getattr(translator, attr)
+            if attr == "exclude_questions":
+                from kbqa.models.casebank import question_key
+
+                values = {question_key(q) for q in values}
+            setattr(translator, attr, set(current) | values)
+    engine.translator = translator
+
+    def predict(record: Any) -> Prediction:
+        result = engine.ask(record.question, translator, frontend, qid=record.id)
+        return Prediction.from_dict(prediction_from_engine(result, result.text))
+
+    return predict
+
+
 # ---- the verb -------------------------------------------------------------------------------------
 def _list(args: argparse.Namespace) -> int:
     from eval.loaders import list_benchmarks
@@ -223,9 +258,6 @@ def run(args: argparse.Namespace) -> int:
         raise e
     if args.oracle and not (_has_module("kbqa.frontends.decompose") and _has_module("kbqa.pipeline")):
         raise _not_available("--oracle (decompose oracle: kbqa.frontends.decompose + kbqa.pipeline.Engine)")
-    if args.predictions is None and not args.oracle:
-        # Engine.ask (question -> front-end text through a translator backend) lands with the translators.
-        raise _not_available(f"running the engine on questions (--backend {args.backend or 'cases'}: translators)")
     return _run(args)
 
 
@@ -242,7 +274,8 @@ def _run(args: argparse.Namespace) -> int:
     records = load(path, fmt, dataset=name)
     timeout = args.timeout or cfg.query_timeout_s
     row_cap = cfg.row_cap or DEFAULT_ROW_CAP
-    store_dir = resolve_store(args.store) if args.oracle else args.store  # the oracle needs a store
+    engine_mode = args.oracle or args.predictions is None  # the oracle and the translators need a store
+    store_dir = resolve_store(args.store) if engine_mode else args.store
     kbs = {r.meta.get("kb") for r in records if r.usable}
     store_info = None
     if store_dir is not None:
@@ -264,6 +297,13 @@ def _run(args: argparse.Namespace) -> int:
         if jobs > 1:  # the Engine's label memory and grounder are not shared across threads
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
+    elif args.predictions is None:
+        backend = args.backend or "cases"
+        settings.update(system=f"engine:{backend}:{args.frontend}", mode="engine")
+        out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(backend)}-{args.frontend}"
+        predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,
+                                      closers)  # type: ignore[arg-type]
+        jobs = 1  # one translator and one Engine, used in turn
     else:
         preds = read_predictions(args.predictions)
         _check_ids(preds, records, name, args.predictions)

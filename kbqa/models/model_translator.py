@@ -41,11 +41,15 @@ class ModelTranslator(Translator):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.use_grammar = use_grammar
+        # Questions being scored never serve as their own few-shot example (kbqa eval sets these).
+        self.exclude_ids: set[str] = set()
+        self.exclude_questions: set[str] = set()
 
     def examples(self, question: str, frontend: str) -> list[tuple[str, str]]:
         if self.bank is None or not len(self.bank) or self.few_shot_k <= 0:
             return []
-        hits = self.bank.search(question, self.few_shot_k)
+        hits = self.bank.search(question, self.few_shot_k, exclude_ids=self.exclude_ids,
+                                exclude_questions=self.exclude_questions)
         return [(h.case.question, h.case.targets[frontend]) for h in hits if frontend in h.case.targets]
 
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None,
