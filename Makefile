@@ -14,10 +14,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Build the bundled wikidata-mini store (once), then answer a real query on it.
+KBQA := HF_HUB_OFFLINE=1 $(BIN)/kbqa
+DEMO_STORE := .kbqa/stores/wikidata-mini
+
+# Build the bundled wikidata-mini store, its grounding index and its case bank (each once), then
+# answer a question end to end: the SPARQL, the answers with labels, the step report.
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/kbqa ingest --sample wikidata-mini
-	HF_HUB_OFFLINE=1 $(BIN)/kbqa sparql 'SELECT ?person ?name WHERE { ?person wdt:P19 ?city . ?city rdfs:label "Detroit"@en . ?person rdfs:label ?name FILTER(LANG(?name) = "en") } LIMIT 10'
+	$(KBQA) ingest --sample wikidata-mini
+	test -f $(DEMO_STORE)/current/index/meta.json || $(KBQA) index
+	test -f $(DEMO_STORE)/current/cases/meta.json || $(KBQA) cases build --limit 5000
+	$(KBQA) ask "where was sasha vujačić born"
+	$(KBQA) ask "what city is the birthplace of lily tomlin"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -22,6 +22,8 @@ class Settings(BaseSettings):
     row_cap: int = 10_000
     # Sentence-transformers model (name or path) for the vector index and the case bank.
     embedding_model: str = "all-MiniLM-L6-v2"
+    # Calibrated grounding score below which a placeholder gets "no grounding" instead of a guess.
+    grounding_threshold: float = 0.45
 
     @property
     def stores_dir(self) -> Path:

@@ -102,12 +102,26 @@ def test_benchmark_path_with_explicit_format_and_usage_errors(run_cli, tmp_path:
     assert e.value.code == 2
 
 
-def test_backend_says_not_available_yet(run_cli, tmp_path: Path) -> None:
-    # Question -> front-end text needs a translator (a later issue); until then a clear usage error.
-    for argv in (["--backend", "cases"], []):
-        code, _, stderr = run_cli("eval", SQ, *argv, "--out", tmp_path / "o")
-        assert code == 2 and "not available yet" in stderr, argv
-    assert not (tmp_path / "o").exists()
+def test_backend_cases_runs_the_whole_system(run_cli, wikidata_mini_store: Path, tmp_path: Path) -> None:
+    """--backend cases: Engine.ask with the case bank on each question; results carry the translate step."""
+    import json
+    import shutil
+
+    store = tmp_path / "wdm"
+    shutil.copytree(wikidata_mini_store, store, symlinks=True)  # the bank is written into the store
+    code, _, stderr = run_cli("cases", "build", "--store", store, "--sets", "simplequestions-train", "--limit", "300",
+                              "--no-progress")
+    assert code == 0, stderr
+    code, stdout, stderr = run_cli("eval", SQ, "--backend", "cases", "--store", store, "--limit", "5",
+                                   "--out", tmp_path / "o", "--format", "json")
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["n_records"] == 5 and summary["answer"] is not None
+    rows = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 5
+    for row in rows:  # every question went through the translator first
+        steps = row["steps"] or []
+        assert steps and steps[0]["stage"] in ("translate", "repair"), row["id"]
 
 
 @pytest.mark.skipif(not _has("kbqa.pipeline"), reason="kbqa.pipeline (the Engine) is not in this checkout")

@@ -52,6 +52,9 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="output folder (default: .kbqa/eval/<benchmark>-<system>)")
     p.add_argument("--restart", action="store_true", help="discard the results already in --out and start over")
+    p.add_argument("--no-execute", action="store_true",
+                   help="generate only: ground and assemble against --store but run no query (query-level figures); "
+                        "for benchmarks whose facts the store does not hold")
     p.add_argument("--timeout", type=float, default=None, help="seconds per query (default: settings, 10)")
     add_format_flag(p)
     return p
@@ -156,7 +159,8 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     return predict
 
 
-def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: list[Any], closers: list[Any]) -> Any:
+def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: list[Any], closers: list[Any],
+                      execute: bool = True) -> Any:
     """decompose(gold) with the URIs removed from its grounding block, compiled by the Engine: what
     grounding + assembly alone achieve when the model's output is perfect but for the URIs."""
     from assembler.plan import Placeholder, walk
@@ -188,7 +192,8 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
             if isinstance(node, Placeholder):
                 node.guessed_uri = None
         text = to_desq_text(parsed)
-        return Prediction.from_dict(prediction_from_engine(engine.compile(text, frontend="desq"), text, dec.mapping))
+        result = engine.compile(text, frontend="desq", execute=execute)
+        return Prediction.from_dict(prediction_from_engine(result, text, dec.mapping))
 
     return predict
 
@@ -293,7 +298,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.oracle:
         settings.update(system="oracle", mode="oracle")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-oracle"
-        predictor = _oracle_predictor(store_dir, timeout, row_cap, engines, closers)  # type: ignore[arg-type]
+        predictor = _oracle_predictor(store_dir, timeout, row_cap, engines, closers,  # type: ignore[arg-type]
+                                      execute=not args.no_execute)
         if jobs > 1:  # the Engine's label memory and grounder are not shared across threads
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
@@ -313,7 +319,10 @@ def _run(args: argparse.Namespace) -> int:
         predictor = _file_predictor(preds, args.predictions, store_dir, engines)
         if engines:
             jobs = 1
-    store = LocalStore(store_dir, timeout_s=timeout, row_cap=row_cap) if store_dir is not None else None
+    if args.no_execute:
+        settings["execute"] = False
+    store = (LocalStore(store_dir, timeout_s=timeout, row_cap=row_cap)
+             if store_dir is not None and not args.no_execute else None)
     try:
         summary = run_eval(records, predictor, out_dir=out, store=store, limit=args.limit, jobs=jobs,
                            settings=settings, progress=True, restart=args.restart, dataset_path=path, dataset=name)

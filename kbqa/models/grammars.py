@@ -37,16 +37,17 @@ class DesqBounds:
     path_depth: int = 3  # nesting of ( ) in property paths
 
 
+# The text may end right after the last grounding line (a chat model ends its turn there, without a newline).
 # Layout of a fragment: a head or a modifier with a variable list (`SELECT ?a ?b`, `ORDER BY ?a`) is
 # never followed by a pattern that starts with a variable: the parser would read that variable as one
 # more projection / key. Only the first part of a fragment may be a head (a second is a parse error).
 _TOP = r'''
-root ::= format? "ATOMIC CONSTRAINTS\n" acline{1,%(acs)d} "\n"? "FRAGMENTS\n" fragline{1,%(acs)d} "\n"? "GROUNDING\n" gline{0,%(gl)d}
+root ::= format? "ATOMIC CONSTRAINTS\n" acline{1,%(acs)d} "\n"? "FRAGMENTS\n" fragline{1,%(acs)d} "\n"? "GROUNDING" ("\n" gline){0,%(gl)d} "\n"?
 format ::= "FORMAT desq/1\n"
 acnum ::= [1-9] [0-9]?
 acline ::= "AC" acnum ": " [^ \n] [^\n]{0,%(text)d} "\n"
 fragline ::= "AC" acnum " => " fragment "\n"
-gline ::= "[" ident "] " kind " | " label " | " desc (" | " guri)? "\n"
+gline ::= "[" ident "] " kind " | " label " | " desc (" | " guri)?
 kind ::= "entity" | "property" | "class"
 label ::= [^| \n\\] lchar{0,%(label)d}
 lchar ::= [^|\n\\] | "\\|"

@@ -172,33 +172,137 @@ class LlamaCppBackend(Backend):
     # ---- the interface ---------------------------------------------------------------------
     def generate(self, prompt: str | list[dict[str, str]], grammar: str | None = None, max_tokens: int = 512,
                  temperature: float = 0.0, stop: list[str] | None = None) -> GenerateResult:
-        llm = self._load()
-        compiled = self.grammar(grammar) if grammar else None
-        common: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "stop": list(stop or []),
-                                  "grammar": compiled, "seed": self.seed}
+        self._load()
+        if grammar:
+            self.grammar(grammar)  # a grammar llama.cpp cannot parse is refused before any decoding
         with self._lock:
             t0 = time.perf_counter()
             try:
-                if isinstance(prompt, str):
-                    out = llm.create_completion(prompt, **common)
-                    text = out["choices"][0]["text"]
+                if grammar:
+                    text, n_in, n_out, finish = self._generate_constrained(prompt, grammar, max_tokens, temperature,
+                                                                           list(stop or []))
                 else:
-                    out = llm.create_chat_completion(messages=list(prompt), **common)
-                    text = out["choices"][0]["message"]["content"] or ""
+                    text, n_in, n_out, finish = self._generate_plain(prompt, max_tokens, temperature, list(stop or []))
             except ValueError as e:  # e.g. the prompt does not fit the context window
                 raise TranslateError(f"llama.cpp refused the request: {e} (n_ctx {self.n_ctx})") from None
             except RuntimeError as e:
                 raise TranslateError(f"llama.cpp failed while generating: {e}") from None
             seconds = time.perf_counter() - t0
+        return GenerateResult(text, n_in, n_out, seconds, self.name, Path(self.model).name, finish)
+
+    def _generate_plain(self, prompt: str | list[dict[str, str]], max_tokens: int, temperature: float,
+                        stop: list[str]) -> tuple[str, int, int, str | None]:
+        llm = self._llm
+        common: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop, "seed": self.seed}
+        if isinstance(prompt, str):
+            out = llm.create_completion(prompt, **common)
+            text = out["choices"][0]["text"]
+        else:
+            out = llm.create_chat_completion(messages=list(prompt), **common)
+            text = out["choices"][0]["message"]["content"] or ""
         usage = out.get("usage") or {}
-        return GenerateResult(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                              seconds, self.name, Path(self.model).name, out["choices"][0].get("finish_reason"))
+        return (text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                out["choices"][0].get("finish_reason"))
+
+    def prompt_tokens(self, prompt: str | list[dict[str, str]]) -> tuple[list[int], list[str]]:
+        """Token ids of a prompt (chat messages through the model's own chat template) and its stop strings."""
+        llm = self._load()
+        if isinstance(prompt, str):
+            return list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)), []
+        from llama_cpp import llama_chat_format
+
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise TranslateError(f"{self.model} has no chat template; give a plain text prompt", stage="usage")
+        vocab = llm._model
+        fmt = llama_chat_format.Jinja2ChatFormatter(template, vocab.token_get_text(llm.token_eos()),
+                                                    vocab.token_get_text(llm.token_bos()))
+        resp = fmt(messages=list(prompt))
+        stops = resp.stop if isinstance(resp.stop, list) else [resp.stop] if resp.stop else []
+        return list(llm.tokenize(resp.prompt.encode("utf-8"), add_bos=True, special=True)), stops
+
+    def _generate_constrained(self, prompt: str | list[dict[str, str]], grammar: str, max_tokens: int,
+                              temperature: float, stop: list[str]) -> tuple[str, int, int, str]:
+        """Grammar-constrained decoding that asks the grammar about the best tokens first.
+
+        llama-cpp-python applies the grammar to the whole vocabulary at every step (151k tokens
+        for Qwen: about a second a token here); like llama.cpp's own sampler, we check the
+        model's preferred tokens first and filter the whole vocabulary only when all are refused.
+        """
+        import numpy as np
+
+        llm = self._llm
+        tokens, template_stops = self.prompt_tokens(prompt)
+        if len(tokens) >= self.n_ctx:
+            raise ValueError(f"the prompt has {len(tokens)} tokens, more than the context window")
+        stops = [s for s in [*stop, *template_stops] if s]
+        llm.reset()
+        llm.eval(tokens)
+        rng = np.random.default_rng(self.seed)
+        vocab_ptr = llm._model.vocab
+        n_vocab = llm.n_vocab()
+        out: list[int] = []
+        text_bytes = b""
+        finish = "length"
+        with GrammarMatcher(llm, grammar) as matcher:
+            for _ in range(max_tokens):
+                if len(tokens) + len(out) >= self.n_ctx:
+                    break
+                # the last position's logits (llama-cpp-python keeps no copy unless logits_all)
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).astype(np.float64)
+                tok = _pick(matcher, logits, temperature, rng)
+                if tok is None or self._c_is_eog(vocab_ptr, tok):
+                    finish = "stop"
+                    break
+                matcher.accept(tok)
+                out.append(tok)
+                text_bytes += llm.detokenize([tok], prev_tokens=tokens + out[:-1])
+                text = text_bytes.decode("utf-8", "ignore")
+                if any(s in text for s in stops):
+                    finish = "stop"
+                    break
+                llm.eval([tok])
+        text = text_bytes.decode("utf-8", "replace")
+        for s in stops:
+            if s in text:
+                text = text[:text.index(s)]
+        return text, len(tokens), len(out), finish
+
+    @staticmethod
+    def _c_is_eog(vocab_ptr: Any, tok: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(vocab_ptr, tok))
 
     def close(self) -> None:
         with self._lock:
             if self._llm is not None and hasattr(self._llm, "close"):
                 self._llm.close()
             self._llm = None
+
+
+# Candidates asked of the grammar before it filters the whole vocabulary.
+_FIRST_CANDIDATES = (1, 32, 1024)
+
+
+def _pick(matcher: GrammarMatcher, logits: Any, temperature: float, rng: Any) -> int | None:
+    """The next token: greedy (temperature 0) or sampled from the top 40, among tokens the grammar allows."""
+    import numpy as np
+
+    order = np.argsort(-logits)
+    sizes = _FIRST_CANDIDATES if temperature <= 0 else _FIRST_CANDIDATES[1:]  # sampling needs a choice
+    for n in (*sizes, len(order)):
+        head = order[:n].tolist()
+        allowed = [t for t, ok in zip(head, matcher.allowed(head), strict=True) if ok]
+        if not allowed:
+            continue
+        if temperature <= 0:
+            return int(allowed[0])
+        top = np.array(allowed[:40])
+        z = logits[top] / temperature
+        p = np.exp(z - z.max())
+        return int(rng.choice(top, p=p / p.sum()))
+    return None  # nothing allowed: the grammar is complete only at the end of generation
 
 
 def _looks_like_repo(ref: str) -> bool:
