@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lint samples bench clean browser
+.PHONY: demo test install lint samples bench clean browser llama
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,7 +33,11 @@ lint: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the report test will be skipped"; }
 
-test: $(STAMP) browser
+# llama-cpp-python, built once from source with portable CPU flags (skipped when a working build is there).
+llama: $(STAMP)
+	scripts/install_llama_cpp.sh
+
+test: $(STAMP) browser llama
 	$(BIN)/ruff check .
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
 

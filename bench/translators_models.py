@@ -58,8 +58,11 @@ def make_model_translator(args: argparse.Namespace, bank: CaseBank | None) -> Mo
         backend: Any = LlamaCppBackend(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
     else:
         from kbqa.models.hf_backend import HFBackend
+        from kbqa.models.train import TRAIN_SYSTEM
 
-        backend = HFBackend(args.model, adapter=args.adapter, threads=args.threads)
+        # --train-layout: a base model gets the adapter's prompt (short system text, zero-shot) for a fair comparison
+        backend = HFBackend(args.model, adapter=args.adapter, threads=args.threads,
+                            system=TRAIN_SYSTEM if args.train_layout else None)
     return HeldOutTranslator(backend, bank=bank, few_shot_k=args.few_shot, max_tokens=args.max_tokens,
                              use_grammar=not args.no_grammar)
 
@@ -124,6 +127,8 @@ def main() -> int:
     p.add_argument("--n-ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-grammar", action="store_true", help="ablation: unconstrained decoding")
+    p.add_argument("--train-layout", action="store_true",
+                   help="hf: prompt a base model the way `kbqa train` prompts (to compare base vs adapter)")
     p.add_argument("--wd-store", type=Path, default=ROOT / ".kbqa" / "stores" / "wikidata-mini")
     p.add_argument("--replay", type=Path, default=None,
                    help="replay JSONL (default bench/replays/sq-valid.<model>[.<adapter>].jsonl); with no "
@@ -133,7 +138,8 @@ def main() -> int:
     args = p.parse_args()
 
     label = Path(args.model).name + (f".{Path(args.adapter).name}" if args.adapter else "")
-    label += f".k{args.few_shot}" + (".nogrammar" if args.no_grammar else "")
+    label += f".k{args.few_shot}" + (".nogrammar" if args.no_grammar else "") + (".trainlayout" if args.train_layout
+                                                                                else "")
     replay = args.replay or ROOT / "bench" / "replays" / f"sq-valid.{label}.jsonl"
     store_dir = ensure_store(args.wd_store, "wikidata-mini")
     records = [r for r in load_benchmark(SCORED_SET, check_syntax=False) if r.usable][args.offset:args.offset + args.n]

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
 VENV="${VENV:-$ROOT/.venv}"
 PY="$VENV/bin/python"
 FORCE="${FORCE:-0}"
@@ -17,14 +18,20 @@ if [ ! -x "$PY" ]; then
   exit 2
 fi
 
-# The check runs llama.cpp's CPU kernels (a grammar parse and a tiny system-info call), so a
-# build with unsupported instructions fails here instead of in a user's first question.
+# The check initialises llama.cpp's CPU backend (ggml builds its fp16 tables with F16C there) and,
+# when SmolLM2 is in the model cache, evaluates a prompt: a build with instructions this CPU lacks
+# dies here ("Illegal instruction") instead of in a user's first question.
 check_build() {
   "$PY" - <<'PY' >/dev/null 2>&1
+import os
+from pathlib import Path
 import llama_cpp
-from llama_cpp import LlamaGrammar
+llama_cpp.llama_backend_init()
 llama_cpp.llama_print_system_info()
-LlamaGrammar.from_string('root ::= "a" [0-9]+', verbose=False)
+gguf = Path(os.environ.get("KBQA_HOME", ".kbqa")) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+if gguf.is_file():
+    llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=64, verbose=False)
+    llm.create_completion("1, 2, 3,", max_tokens=2)
 PY
 }
 

@@ -97,14 +97,15 @@ class HFBackend(Backend):
     name = "hf"
 
     def __init__(self, model: str | Path, adapter: str | Path | None = None, *, dtype: str = "float32",
-                 threads: int | None = None):
+                 threads: int | None = None, system: str | None = None):
         self.model = str(model)
         self.adapter = str(adapter) if adapter else None
         self.dtype = dtype
         self.threads = threads
         self._tok: Any = None
         self._lm: Any = None
-        self._system: str | None = None  # the adapter's training system prompt, when it has one
+        # the prompt layout: the adapter's training system prompt, or `system` to give a base model the same
+        self._system: str | None = system
         self._lock = threading.Lock()
         self.load_seconds = 0.0
 
@@ -146,7 +147,7 @@ class HFBackend(Backend):
             raise TranslateError(f"{folder} is not a LoRA adapter folder (no adapter_config.json)", stage="usage",
                                  file=str(folder))
         meta = folder / ADAPTER_META
-        if meta.is_file():
+        if meta.is_file() and self._system is None:
             self._system = json.loads(meta.read_text(encoding="utf-8")).get("system") or None
         return PeftModel.from_pretrained(lm, str(folder))
 
