@@ -184,14 +184,41 @@ class BenchmarkInfo:
         return cls(**d)
 
 
-def list_benchmarks(check_syntax: bool = True) -> list[BenchmarkInfo]:
-    """Every registry benchmark with its record and usable-record counts (a broken file reports its error)."""
+def list_benchmarks(check_syntax: bool = True, cache_dir: str | Path | None = None) -> list[BenchmarkInfo]:
+    """Every registry benchmark with its record and usable-record counts (a broken file reports its error).
+
+    Counting parses every gold query (minutes for all sets), so with `cache_dir` the counts are kept
+    in `benchmark_counts.json` keyed by the file's sha256 and the loader code's hash."""
+    import hashlib
+
+    cache_path = Path(cache_dir) / "benchmark_counts.json" if cache_dir else None
+    cache: dict = {}
+    if cache_path and cache_path.is_file():
+        try:
+            cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}
+    code = hashlib.sha256(b"".join(Path(m).read_bytes() for m in sorted(Path(__file__).parent.glob("loaders*.py"))))
     out = []
     for name, (rel, fmt, desc) in BENCHMARKS.items():
         path = BENCHMARK_DIR / rel
+        key = None
+        if cache_path and path.is_file():
+            key = f"{name}:{check_syntax}:{code.hexdigest()[:16]}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+            if key in cache:
+                out.append(BenchmarkInfo(name, str(path), fmt, cache[key][0], cache[key][1], desc))
+                continue
         try:
             recs = load(path, fmt, dataset=name, check_syntax=check_syntax)
             out.append(BenchmarkInfo(name, str(path), fmt, len(recs), sum(r.usable for r in recs), desc))
+            if key:
+                cache[key] = [out[-1].count, out[-1].usable]
         except KBQAError as e:
             out.append(BenchmarkInfo(name, str(path), fmt, 0, 0, desc, error=str(e)))
+    if cache_path and cache:
+        try:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            cache_path.write_text(json.dumps(cache), encoding="utf-8")
+        except OSError:
+            pass  # a cache that cannot be written only costs time
     return out

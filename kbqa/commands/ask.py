@@ -18,10 +18,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparser(subparsers, "ask", "answer a question: translate, compile, run", EXAMPLE)
     p.add_argument("question", help="the question, in words")
     add_store_flag(p)
-    p.add_argument("--backend", choices=["cases", "replay", "openai"], default=None,
+    p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
                    help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
     p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq", help="the language the translator writes")
-    p.add_argument("--model", default=None, help="model name for the openai backend")
+    p.add_argument("--model", default=None,
+                   help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
+                        "or the server's model name (openai)")
     p.add_argument("--endpoint", default=None, help="OpenAI-compatible server URL (…/v1)")
     p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")

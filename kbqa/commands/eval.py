@@ -232,8 +232,9 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
 # ---- the verb -------------------------------------------------------------------------------------
 def _list(args: argparse.Namespace) -> int:
     from eval.loaders import list_benchmarks
+    from kbqa.config import get_settings
 
-    infos = list_benchmarks()
+    infos = list_benchmarks(cache_dir=get_settings().home / "cache")
     if args.format == "json":
         for info in infos:
             print_json(info.to_dict())

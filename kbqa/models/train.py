@@ -222,7 +222,10 @@ def train(cfg: TrainConfig, log: Callable[[str], None] = lambda s: print(s, file
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
     model.config.use_cache = False
     if cfg.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        try:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        except TypeError:  # transformers 5.x renamed it (activation checkpointing) and dropped the kwargs
+            model.gradient_checkpointing_enable()
         model.enable_input_require_grads()
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
