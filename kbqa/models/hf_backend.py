@@ -132,7 +132,7 @@ class HFBackend(Backend):
             raise TranslateError(f"transformers could not load {ref}: {e}", file=ref) from None
         if self.adapter:
             lm = self._attach_adapter(lm)
-        lm.eval()
+        lm.eval()  # torch: inference mode (not Python eval)
         self._tok, self._lm = tok, lm
         self.load_seconds = time.perf_counter() - t0
         return tok, lm

@@ -237,7 +237,7 @@ class LlamaCppBackend(Backend):
             raise ValueError(f"the prompt has {len(tokens)} tokens, more than the context window")
         stops = [s for s in [*stop, *template_stops] if s]
         llm.reset()
-        llm.eval(tokens)
+        llm.eval(tokens)  # llama.cpp: feed prompt tokens to the model (not Python eval)
         rng = np.random.default_rng(self.seed)
         vocab_ptr = llm._model.vocab
         n_vocab = llm.n_vocab()
