@@ -10,34 +10,54 @@ from __future__ import annotations
 
 import re
 
-QCOMPILER_GBNF = r"""
+# Repetitions are bounded (as in the DeSQ grammar) so that a model that loops still reaches the end of the
+# grammar: a sampler constrained by `word*` may write words until max_tokens and leave nothing parseable.
+_QCOMPILER_TEMPLATE = r"""
 root ::= expr
-expr ::= dep (" + " dep)*
-dep ::= atom (" * " atom)*
+expr ::= dep (" + " dep){0,%(leaves)d}
+dep ::= atom (" * " atom){0,%(leaves)d}
 atom ::= "(" expr ")" | leaf
-leaf ::= word (" " word)*
-word ::= wstart wrest*
+leaf ::= word (" " word){0,%(words)d}
+word ::= wstart wrest{0,%(chars)d}
 wstart ::= [^ \t\n()+*{}] | placeholder
 wrest ::= [^ \t\n{}] | placeholder
-placeholder ::= "{" [A-Za-z_] [A-Za-z0-9_]* "}"
+placeholder ::= "{" [A-Za-z_] [A-Za-z0-9_]{0,30} "}"
 """
 
-PYRAG_GBNF = r"""
-root ::= (stmt "\n")* final "\n"?
+_PYRAG_TEMPLATE = r"""
+root ::= (stmt "\n"){0,%(stmts)d} final "\n"?
 stmt ::= name " = " value
 final ::= "final_answer = " value
-value ::= call | name
-call ::= prim "(" args? ")"
+value ::= call%(depth)d | name
+%(calls)s
 prim ::= "entity" | "cls" | "hop" | "rhop" | "isa" | "filter" | "compare" | "count" | "argmax" | "argmin" | "ask_kb"
-args ::= arg (", " arg)*
-arg ::= (kw "=")? (string | fstring | number | name | call)
 kw ::= "label" | "description" | "uri" | "property" | "op" | "value" | "question" | "x" | "y" | "cls"
-string ::= "\"" char* "\""
-fstring ::= "f\"" (char | "{" name "}")* "\""
+string ::= "\"" char{0,%(chars)d} "\""
+fstring ::= "f\"" (char | "{" name "}"){0,%(chars)d} "\""
 char ::= [^"\\{}\n] | "\\" ["\\]
-number ::= "-"? [0-9]+ ("." [0-9]+)?
-name ::= [a-z_] [a-z0-9_]*
+number ::= "-"? [0-9]{1,12} ("." [0-9]{1,12})?
+name ::= [a-z_] [a-z0-9_]{0,30}
 """
+
+
+def qcompiler_grammar(leaves: int = 8, words: int = 40, chars: int = 40) -> str:
+    """The QCompiler GBNF: at most `leaves`+1 operands per operator chain, `words`+1 words per leaf."""
+    return _QCOMPILER_TEMPLATE % {"leaves": leaves, "words": words, "chars": chars}
+
+
+def pyrag_grammar(stmts: int = 16, chars: int = 160, depth: int = 4) -> str:
+    """The PyRAG GBNF: at most `stmts` assignments before `final_answer`, strings of at most `chars` characters,
+    calls nested at most `depth` deep (`count(rhop(entity(...), ...))` is 3)."""
+    calls = []
+    for d in range(1, depth + 1):  # callN may hold callN-1 in its arguments; call1 holds none
+        inner = f" | call{d - 1}" if d > 1 else ""
+        calls.append(f'call{d} ::= prim "(" (arg{d} (", " arg{d}){{0,5}})? ")"\n'
+                     f'arg{d} ::= (kw "=")? (string | fstring | number | name{inner})')
+    return _PYRAG_TEMPLATE % {"stmts": stmts, "chars": chars, "depth": depth, "calls": "\n".join(calls)}
+
+
+QCOMPILER_GBNF = qcompiler_grammar()
+PYRAG_GBNF = pyrag_grammar()
 
 GRAMMARS = {"qcompiler": QCOMPILER_GBNF, "pyrag": PYRAG_GBNF}
 
@@ -59,7 +79,7 @@ LEAF_NOTE = ("{name} in the question stands for an entity found by an earlier qu
              "placeholder [name] with the grounding line `[name] entity | {name} | the earlier answer`.")
 
 _RULE_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*::=\s*(.*)$")
-_TOKEN_RE = re.compile(r"""\s*(?:("(?:[^"\\]|\\.)*")|(\[(?:[^\]\\]|\\.)*\])|([A-Za-z][A-Za-z0-9-]*)|([()|*+?]))""")
+_TOKEN_RE = re.compile(r"""\s*(?:("(?:[^"\\]|\\.)*")|(\[(?:[^\]\\]|\\.)*\])|([A-Za-z][A-Za-z0-9-]*)|([()|*+?])|(\{[0-9]+(?:,[0-9]*)?\}))""")
 
 
 def check_gbnf(grammar: str) -> list[str]:
