@@ -46,10 +46,13 @@ def main() -> None:
     ap.add_argument("--bestiary-store", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (default: all)")
     ap.add_argument("--out", type=Path, default=Path(".kbqa/bench/oracle"))
+    ap.add_argument("--sets", nargs="+", default=None, metavar="NAME",
+                    help=f"only these sets (default: all of {', '.join(QUERY_LEVEL + [n for n, _ in ANSWER_LEVEL])})")
     args = ap.parse_args()
+    wanted = set(args.sets or QUERY_LEVEL + [n for n, _ in ANSWER_LEVEL])
     print("query level (no execution): exact structural match, triple-pattern F1, entity / property URI F1")
     print(f"{'dataset':<18}{'n':>6}{'exact':>8}{'triples F1':>12}{'entity F1':>11}{'property F1':>13}{'s/q':>8}")
-    for name in QUERY_LEVEL:
+    for name in [n for n in QUERY_LEVEL if n in wanted]:
         s = run(name, args.wikidata_store, args.out, args.limit, execute=False)
         q = s["query"] or {}
         print(f"{name:<18}{q.get('n', 0):>6}{q.get('exact_match', 0):>8.3f}{q.get('triples_f1', 0):>12.3f}"
@@ -57,7 +60,7 @@ def main() -> None:
               f"{s['_seconds'] / max(q.get('n', 1), 1):>8.3f}")
     print("answer level (gold query run on the same store): macro F1, QALD-style and strict")
     print(f"{'dataset':<24}{'n':>6}{'QALD F1':>9}{'strict F1':>11}{'exact':>8}{'grounding':>11}")
-    for name, which in ANSWER_LEVEL:
+    for name, which in [(n, w) for n, w in ANSWER_LEVEL if n in wanted]:
         store = args.wikidata_store if which == "wikidata" else args.bestiary_store
         s = run(name, store, args.out, args.limit, execute=True)
         a, q, g = s["answer"] or {}, s["query"] or {}, (s.get("grounding") or {}).get("overall") or {}
