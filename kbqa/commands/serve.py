@@ -1,0 +1,65 @@
+"""`kbqa serve`: the HTTP API (/v1/*), the read-only SPARQL endpoint (/sparql) and the web page (/), on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kbqa.commands.common import add_store_flag, subparser
+
+EXAMPLE = """kbqa serve --store .kbqa/stores/wikidata-mini --port 8000
+  then: open http://127.0.0.1:8000/  or
+  curl -s localhost:8000/v1/ask -H 'content-type: application/json' -d '{"question": "where was sasha vujačić born"}'
+  kbqa serve --backend replay --replay outputs.jsonl      answer from recorded model outputs"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparser(subparsers, "serve", "serve the HTTP API, a read-only SPARQL endpoint and a web page", EXAMPLE)
+    add_store_flag(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
+                   help="translator of /v1/ask (default: setting KBQA_BACKEND, else cases)")
+    p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
+    p.add_argument("--endpoint", default=None, help="OpenAI-compatible server URL (…/v1)")
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, question, output)")
+    p.add_argument("--engines", type=int, default=None, metavar="N",
+                   help="engines answering /v1 requests in parallel, one thread each (default 1)")
+    p.add_argument("--sparql-workers", type=int, default=None, metavar="N",
+                   help="query worker processes of /sparql (default 2)")
+    p.add_argument("--max-inflight", type=int, default=None, metavar="N",
+                   help="requests served at once; more get 429 (default 64)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query (default 10)")
+    p.add_argument("--model-timeout", type=float, default=None, metavar="S",
+                   help="time budget per model call (default 60)")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn log level (default info)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kb_dumps.errors import KBQAError
+    from kb_dumps.layout import StoreLayout
+    from kbqa.commands.common import resolve_store
+    from kbqa.config import get_settings
+    from kbqa.server import ServerSettings, create_app
+
+    store = resolve_store(args.store)
+    if not StoreLayout.of(store).exists():
+        raise KBQAError(f"no store at {store}; build one with `kbqa ingest SOURCE --store {store}`", stage="store")
+    cfg = get_settings()
+    given = {"engines": args.engines, "sparql_workers": args.sparql_workers, "max_inflight": args.max_inflight,
+             "query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout}
+    settings = ServerSettings(store=store, host=args.host, port=args.port, backend=args.backend, model=args.model,
+                              endpoint=args.endpoint, replay_path=args.replay,
+                              **{"query_timeout_s": cfg.query_timeout_s, "row_cap": cfg.row_cap,
+                                 **{k: v for k, v in given.items() if v is not None}})
+    app = create_app(settings)
+    print(f"kbqa serving {store} on http://{args.host}:{args.port}/  (Ctrl-C stops it)", file=sys.stderr)
+    # uvicorn handles SIGINT/SIGTERM: it stops accepting, waits for open requests, then closes the engines
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=settings.graceful_timeout_s)
+    return 0

@@ -1,0 +1,148 @@
+"""Engines and query workers behind the routes: each Engine is owned by one thread, handed out one request at a time.
+
+The Engine (its label memory, grounder, translator) is not thread-safe in every part, so each lives in a
+single-thread executor and serves one call at a time; `EnginePool.run` waits (bounded) for a free one.
+/sparql uses a separate pool of `LocalStore`s, each with its own worker process (deadline, row cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kb_dumps.errors import KBQAError
+from kbqa.models.base import TranslationResult, Translator
+from kbqa.server.errors import ServerError
+from kbqa.server.limits import timed
+
+log = logging.getLogger("kbqa.server")
+T = TypeVar("T")
+
+
+class UnavailableTranslator(Translator):
+    """Stands in when the configured translator could not be made (no case bank, no replay file): every
+    question fails at stage translate with the reason, while /v1/compile and /sparql keep working."""
+
+    name = "unavailable"
+    frontends = ("desq", "qcompiler", "pyrag")
+
+    def __init__(self, error: KBQAError):
+        self.error = error
+
+    def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
+        raise self.error
+
+
+class EngineWorker:
+    """One Engine and its translator, created and always called in the same thread."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.executor = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kbqa-engine-{index}")
+        self.engine: Any = None
+        self.translator: Translator | None = None
+
+    def open(self, make_engine: Callable[[], Any], make_translator: Callable[[Any], Translator],
+             model_timeout_s: float) -> None:
+        self.engine = make_engine()
+        if getattr(self.engine, "store_dir", None) is not None:
+            try:  # open the store and start its query worker now, not on the first question
+                self.engine.assembler.store.query("ASK {}")
+            except KBQAError as e:
+                log.warning("the store did not answer at startup: %s", e.info)
+        try:
+            translator: Translator = make_translator(self.engine)
+        except KBQAError as e:
+            log.warning("questions cannot be translated: %s", e.info)
+            translator = UnavailableTranslator(e)
+        self.translator = timed(translator, model_timeout_s)
+        # QCompiler leaves and PyRAG sub-questions of /v1/compile are translated by it too
+        self.engine.translator = self.translator
+
+    def close(self) -> None:
+        if self.translator is not None:
+            self.translator.close()
+        if self.engine is not None:
+            self.engine.close()
+
+
+class EnginePool:
+    """`n` engine workers; `run(fn)` calls `fn(worker)` on a free one, within a queue wait and a deadline."""
+
+    def __init__(self, n: int, make_engine: Callable[[], Any], make_translator: Callable[[Any], Translator],
+                 model_timeout_s: float):
+        self.workers = [EngineWorker(i) for i in range(max(1, n))]
+        self._make = (make_engine, make_translator, model_timeout_s)
+        self._free: asyncio.Queue[EngineWorker] = asyncio.Queue()
+
+    @property
+    def busy(self) -> int:
+        return len(self.workers) - self._free.qsize()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(w.executor, w.open, *self._make) for w in self.workers))
+        for w in self.workers:
+            self._free.put_nowait(w)
+
+    async def run(self, fn: Callable[[EngineWorker], T], queue_timeout_s: float, deadline_s: float) -> T:
+        try:
+            worker = await asyncio.wait_for(self._free.get(), queue_timeout_s)
+        except TimeoutError:
+            raise ServerError(503, f"all {len(self.workers)} engines stayed busy for {queue_timeout_s:g} s; retry "
+                                   "later (or start the server with more --engines)", "server",
+                              {"Retry-After": "5"}) from None
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(worker.executor, fn, worker)
+        # the worker goes back to the pool when its call ends, even when the request gave up waiting on it
+        future.add_done_callback(lambda _: self._free.put_nowait(worker))
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), deadline_s)
+        except TimeoutError:
+            raise ServerError(504, f"the request ran past its time budget of {deadline_s:g} s (setting "
+                                   "request_timeout_s)", "server") from None
+
+    def close(self, wait_s: float = 5.0) -> None:
+        for w in self.workers:
+            try:
+                w.executor.submit(w.close).result(timeout=wait_s)
+            except (cf.TimeoutError, RuntimeError) as e:
+                log.warning("engine %d did not close in %g s: %s", w.index, wait_s, e)
+            w.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class StorePool:
+    """`n` LocalStores over one store directory for /sparql (each query runs in a worker process)."""
+
+    def __init__(self, store_dir: Path, n: int, timeout_s: float, row_cap: int):
+        from kb_dumps.store import LocalStore
+
+        self.stores = [LocalStore(store_dir, timeout_s=timeout_s, row_cap=row_cap) for _ in range(max(1, n))]
+        self._free: asyncio.Queue[Any] = asyncio.Queue()
+        for s in self.stores:
+            self._free.put_nowait(s)
+
+    async def warm(self) -> None:
+        """Start the worker processes now rather than on the first query (a start takes about a second)."""
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(None, s.query, "ASK {}") for s in self.stores))
+
+    async def query(self, query: str, queue_timeout_s: float) -> Any:
+        try:
+            store = await asyncio.wait_for(self._free.get(), queue_timeout_s)
+        except TimeoutError:
+            raise ServerError(503, f"all {len(self.stores)} query workers stayed busy for {queue_timeout_s:g} s; "
+                                   "retry later", "server", {"Retry-After": "5"}) from None
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, store.query, query)
+        future.add_done_callback(lambda _: self._free.put_nowait(store))
+        # LocalStore.query is bounded by its own deadline (the worker is killed at it)
+        return await asyncio.shield(future)
+
+    def close(self) -> None:
+        for s in self.stores:
+            s.close()
