@@ -88,3 +88,17 @@ class QueryError(KBQAError):
         self.timed_out = timed_out
         if timed_out:
             self.exit_code = EXIT_BACKEND
+
+
+class EndpointError(QueryError):
+    """A remote SPARQL endpoint could not answer: not reachable, an HTTP error, a malformed answer.
+
+    Stage `execute` like any failed query (an evaluation records it and moves on); exit code 4.
+    `reason`: unreachable | http | auth | malformed.
+    """
+
+    exit_code = EXIT_BACKEND
+
+    def __init__(self, message: str, *, reason: str, status: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.reason, self.status = reason, status

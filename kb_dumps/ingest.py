@@ -194,6 +194,18 @@ def _clean_stale(root: Path, keep: Path | None) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
+def publish_version(root: Path, building: Path, version: int) -> Path:
+    """Rename a complete data directory to `data-NNNNNN` and switch `current` to it atomically."""
+    final = root / f"data-{version:06d}"
+    building.rename(final)
+    tmp_link = root / f".current-{os.getpid()}"
+    if tmp_link.is_symlink():
+        tmp_link.unlink()
+    tmp_link.symlink_to(final.name)
+    os.replace(tmp_link, root / "current")  # the atomic switch to the new version
+    return final
+
+
 def _copy_version(live: StoreLayout, target: Path) -> None:
     """A writable copy of the live version: hard-link backup of RocksDB, SQLite backup, index copy."""
     ox.Store.read_only(str(live.oxigraph)).backup(str(target / "oxigraph"))
@@ -228,6 +240,9 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
     with store_lock(root, wait=wait):
         live = StoreLayout.of(root)
         existing = live.manifest() if live.exists() and not replace else None
+        if existing is not None and existing.get("endpoint"):
+            raise IngestError(f"{root} is a remote store (its triples are on {existing['endpoint']['url']}); "
+                              "dump sources need a local store: use another --store, or --replace", stage="usage")
         if existing is None and not replace and (root / "current").exists():
             raise StoreError(f"{root} holds an incomplete store (no manifest); pass --replace to rebuild it")
         known = {s["sha256"]: s for s in (existing or {}).get("sources", [])}
@@ -298,13 +313,7 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             (building / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-            final = root / f"data-{version:06d}"
-            building.rename(final)
-            tmp_link = root / f".current-{os.getpid()}"
-            if tmp_link.is_symlink():
-                tmp_link.unlink()
-            tmp_link.symlink_to(final.name)
-            os.replace(tmp_link, root / "current")  # the atomic switch to the new version
+            final = publish_version(root, building, version)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
             raise

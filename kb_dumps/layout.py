@@ -7,6 +7,13 @@
     DIR/data-000002/index/          grounding indexes (vector + lexical), built by `kbqa index`
     DIR/.lock                       held by the one process that writes
 
+A *remote* store directory (`kbqa ingest --endpoint URL --store DIR`) has the same layout without
+`oxigraph/`: its triples stay on a SPARQL endpoint, recorded in the manifest as
+`"endpoint": {"url": URL, "dialect": "generic"|"wdqs"|…}` (credentials never: they come from the
+environment). `--store DIR` alone then sends queries to that endpoint (kb_dumps.store.open_store).
+An interrupted endpoint ingestion keeps its progress in `DIR/.endpoint-building/` until a rerun
+resumes it.
+
 Writers build a new data directory beside the live one and swap the `current` link, so a
 reader never sees a half-written store and a failed run leaves the store as it was.
 """
@@ -57,8 +64,23 @@ class StoreLayout:
     def index_dir(self) -> Path:
         return self.current / "index"
 
+    @property
+    def endpoint_building(self) -> Path:
+        """Where an endpoint ingestion keeps its label memory and progress until it completes."""
+        return self.root / ".endpoint-building"
+
     def exists(self) -> bool:
-        return self.oxigraph.is_dir() and self.manifest_path.is_file()
+        if not self.manifest_path.is_file():
+            return False
+        return self.oxigraph.is_dir() or self.endpoint is not None
+
+    @property
+    def endpoint(self) -> dict | None:
+        """`{"url": …, "dialect": …}` for a remote store directory, None for a local one."""
+        if not self.manifest_path.is_file():
+            return None
+        endpoint = self.manifest().get("endpoint")
+        return endpoint if isinstance(endpoint, dict) and endpoint.get("url") else None
 
     def manifest(self) -> dict:
         if not self.manifest_path.is_file():

@@ -36,6 +36,20 @@ WIKIDATA_PREFIXES: dict[str, str] = {
     "owl": OWL,
 }
 
+DBPEDIA_PREFIXES: dict[str, str] = {
+    "dbr": "http://dbpedia.org/resource/",
+    "dbo": "http://dbpedia.org/ontology/",
+    "dbp": "http://dbpedia.org/property/",
+    "dbc": "http://dbpedia.org/resource/Category:",
+    "foaf": "http://xmlns.com/foaf/0.1/",
+    "dct": "http://purl.org/dc/terms/",
+    "rdfs": RDFS,
+    "rdf": RDF,
+    "owl": OWL,
+    "skos": SKOS,
+    "xsd": XSD,
+}
+
 KINDS = ("entity", "property", "class")
 
 
@@ -70,6 +84,9 @@ class KBProfile:
     # Ids with no label get one from their IRI's local name (`#chaoticGood` -> "chaotic good"):
     # many small KBs (BESTIARY) have no rdfs:label at all. Off where ids are opaque (Q42, m.0abc).
     labels_from_local_names: ClassVar[bool] = True
+    # `kbqa ingest --endpoint`: query templates replacing those of kb_dumps/endpoint_queries.py, by
+    # phase (`texts`, `popularity`, …) or by phase and endpoint dialect (`popularity_wdqs`).
+    endpoint_queries: ClassVar[dict[str, str]] = {}
 
     # ---- identifiers -------------------------------------------------------------------
     def compact(self, iri: str) -> str:
@@ -164,6 +181,18 @@ class WikidataProfile(KBProfile):
     labels_from_local_names = False
     # Properties are identified by their wd:P… entity IRI in the label memory; wdt:P… in queries.
     property_namespace = WIKIDATA_PREFIXES["wdt"]
+    # The Wikidata Query Service answers none of the full scans of the default endpoint queries within
+    # its 60 s limit: there popularity is the number of sitelinks, and properties come from directClaim.
+    endpoint_queries = {
+        "popularity_wdqs": """SELECT ?id ?n WHERE {
+  VALUES ?id { {{ids}} }
+  ?id <http://wikiba.se/ontology#sitelinks> ?n .
+}""",
+        "predicates_wdqs": """SELECT ?key (0 AS ?n) WHERE {
+  ?property <http://wikiba.se/ontology#directClaim> ?key .
+  FILTER(STR(?key) > {{after}})
+} ORDER BY STR(?key) LIMIT {{limit}}""",
+    }
 
     def kind_hint(self, iri: str) -> str | None:
         for ns in (WIKIDATA_PREFIXES["wd"], *self.role_namespaces.values()):
@@ -214,6 +243,30 @@ class FreebaseProfile(KBProfile):
         return None
 
 
+DBPEDIA_ONTOLOGY = DBPEDIA_PREFIXES["dbo"]
+
+
+class DBpediaProfile(KBProfile):
+    """DBpedia: dbr: resources, dbo: ontology classes and properties, dbp: raw infobox properties."""
+
+    name = "dbpedia"
+    prefixes = DBPEDIA_PREFIXES
+    label_predicates = (RDFS + "label",)
+    description_predicates = (RDFS + "comment",)
+    alias_predicates = (DBPEDIA_PREFIXES["foaf"] + "name",)
+    entity_namespace = DBPEDIA_PREFIXES["dbr"]
+    property_namespace = DBPEDIA_ONTOLOGY
+    labels_from_local_names = False
+
+    def kind_hint(self, iri: str) -> str | None:
+        if iri.startswith(DBPEDIA_PREFIXES["dbp"]):
+            return "property"
+        if iri.startswith(DBPEDIA_ONTOLOGY):  # dbo:Person is a class, dbo:birthPlace a property
+            local = iri[len(DBPEDIA_ONTOLOGY):]
+            return "class" if local[:1].isupper() else "property"
+        return None
+
+
 class GenericProfile(KBProfile):
     """A KB with plain IRIs and rdfs:label; prefixes and predicates may be overridden from JSON."""
 
@@ -225,7 +278,7 @@ class GenericProfile(KBProfile):
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         allowed = {
             "prefixes", "label_predicates", "description_predicates", "alias_predicates",
-            "type_predicate", "subclass_predicate", "property_types", "class_types",
+            "type_predicate", "subclass_predicate", "property_types", "class_types", "endpoint_queries",
         }
         unknown = set(data) - allowed - {"name"}
         if unknown:
@@ -242,6 +295,7 @@ class GenericProfile(KBProfile):
 PROFILES: dict[str, type[KBProfile]] = {
     "wikidata": WikidataProfile,
     "freebase": FreebaseProfile,
+    "dbpedia": DBpediaProfile,
     "generic": GenericProfile,
 }
 
@@ -265,4 +319,6 @@ def detect_profile(iris: list[str]) -> str:
         return "wikidata"
     if fb:
         return "freebase"
+    if sum(1 for i in iris if i.startswith("http://dbpedia.org/")) > len(iris) // 4:
+        return "dbpedia"
     return "generic"

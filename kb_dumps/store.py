@@ -14,10 +14,11 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kb_dumps.errors import QueryError, StoreError
 from kb_dumps.layout import StoreLayout
+from kb_dumps.sparql_text import is_label_service, mask, service_targets
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 10_000
@@ -49,26 +50,24 @@ class QueryResult:
 
 
 # ---- query text checks ------------------------------------------------------------------
-_STRIP = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # long strings
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n]|\\.)*"'  # short strings
-    r"|'(?:[^'\\\n]|\\.)*'"
-    r"|<[^<>\"{}|^`\\\s]*>"  # IRIs
-    r"|#[^\n]*",  # comments
-    re.S,
-)
-_SERVICE = re.compile(r"(?<![:\w])SERVICE(?![:\w])", re.I)
 _UPDATE = re.compile(r"(?<![:\w?$])(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY)(?![:\w])", re.I)
 
 
-def check_query_text(query: str) -> None:
-    """Refuse `SERVICE` (network access) and update operations before a query runs."""
-    bare = _STRIP.sub(" ", query)
-    if _SERVICE.search(bare):
+def check_query_text(query: str, allow_label_service: bool = False) -> None:
+    """Refuse `SERVICE` (network access) and update operations before a query runs.
+
+    `allow_label_service`: `SERVICE wikibase:label` is let through (a Wikidata Query Service endpoint
+    runs it itself); any other SERVICE target is still refused.
+    """
+    targets = service_targets(query)
+    refused = [t for t in targets if not (allow_label_service and is_label_service(t))]
+    if refused:
+        if any(is_label_service(t) for t in refused):
+            raise QueryError("SERVICE wikibase:label is refused: only a Wikidata Query Service endpoint "
+                             "understands it; ask for rdfs:label explicitly", stage="execute")
         raise QueryError("SERVICE is refused: queries run offline on the local store; remove the SERVICE clause "
                          "(for wikibase:label, ask for rdfs:label explicitly)", stage="execute")
-    m = _UPDATE.search(bare)
+    m = _UPDATE.search(mask(query))
     if m:
         raise QueryError(f"{m.group(1).upper()} is refused: the store is read-only for queries", stage="execute")
 
@@ -253,3 +252,34 @@ class LocalStore:
     def ask(self, query: str, **kw: Any) -> bool:
         res = self.query(query, **kw)
         return bool(res.boolean) if res.kind == "ask" else bool(res.rows)
+
+
+class Store(Protocol):
+    """What the assembler, grounding, eval and `kbqa sparql` need from a store (LocalStore, EndpointStore)."""
+
+    timeout_s: float
+    row_cap: int
+
+    def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> QueryResult: ...
+
+    def ask(self, query: str, **kw: Any) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def open_store(store_dir: str | Path | None = None, *, endpoint: str | None = None,
+               timeout_s: float = DEFAULT_TIMEOUT_S, row_cap: int = DEFAULT_ROW_CAP, dialect: str | None = None,
+               **endpoint_options: Any) -> Store:
+    """The store to query: the `endpoint` URL when given, else the endpoint a remote store directory
+    records in its manifest, else the local pyoxigraph store of `store_dir`."""
+    if endpoint is None and store_dir is not None:
+        remote = StoreLayout.of(store_dir).endpoint
+        if remote is not None:
+            endpoint, dialect = remote["url"], dialect or remote.get("dialect")
+    if endpoint:
+        from kb_dumps.endpoint import EndpointStore
+
+        return EndpointStore(endpoint, timeout_s=timeout_s, row_cap=row_cap, dialect=dialect, **endpoint_options)
+    if store_dir is None:
+        raise StoreError("no store: give a store directory (--store DIR) or a SPARQL endpoint (--endpoint URL)")
+    return LocalStore(store_dir, timeout_s=timeout_s, row_cap=row_cap)

@@ -124,7 +124,7 @@ class Engine:
     def __init__(self, store: str | Path | None = None, *, profile: str | KBProfile | None = None,
                  timeout_s: float | None = None, row_cap: int | None = None,
                  options: AssembleOptions | None = None, grounder: Any = None, translator: Any = None,
-                 repair_rounds: int = 2):
+                 repair_rounds: int = 2, endpoint: str | None = None, endpoint_dialect: str | None = None):
         self.options = options or AssembleOptions()
         self.translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
         self.repair_rounds = repair_rounds
@@ -133,6 +133,10 @@ class Engine:
         if row_cap is not None:
             self.options.row_cap = row_cap
         self.store_dir = Path(store) if store is not None else None
+        # Queries go to `endpoint` (a SPARQL URL) when given, else to the endpoint a remote store directory
+        # records, else to the local pyoxigraph store (kb_dumps.store.open_store). Labels and the grounding
+        # index always come from the store directory; an endpoint alone grounds nothing (guesses unchecked).
+        self.endpoint, self.endpoint_dialect = endpoint, endpoint_dialect
         if self.store_dir is not None:
             layout = StoreLayout.of(self.store_dir)
             if not layout.exists():
@@ -151,16 +155,18 @@ class Engine:
     @property
     def assembler(self) -> Assembler:
         if self._assembler is None:
-            if self.store_dir is None:
+            if self.store_dir is None and self.endpoint is None:
                 self._assembler = Assembler(self.profile, grounder=self._grounder, options=self.options)
             else:
                 from kb_dumps.label_memory import LabelMemory
-                from kb_dumps.store import LocalStore
+                from kb_dumps.store import open_store
 
-                layout = StoreLayout.of(self.store_dir)
-                self._store = LocalStore(self.store_dir, self.options.timeout_s, self.options.row_cap)
-                self._memory = LabelMemory(layout.labels, readonly=True)
-                grounder = self._grounder if self._grounder is not None else self._open_grounder()
+                self._store = open_store(self.store_dir, endpoint=self.endpoint, timeout_s=self.options.timeout_s,
+                                         row_cap=self.options.row_cap, dialect=self.endpoint_dialect)
+                grounder = self._grounder
+                if self.store_dir is not None:
+                    self._memory = LabelMemory(StoreLayout.of(self.store_dir).labels, readonly=True)
+                    grounder = grounder if grounder is not None else self._open_grounder()
                 self._assembler = Assembler(self.profile, store=self._store, grounder=grounder,
                                             memory=self._memory, options=self.options)
         return self._assembler

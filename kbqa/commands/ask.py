@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_endpoint_flags,
+    add_format_flag,
+    add_store_flag,
+    print_json,
+    store_target,
+    subparser,
+)
 
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
@@ -18,6 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparser(subparsers, "ask", "answer a question: translate, compile, run", EXAMPLE)
     p.add_argument("question", help="the question, in words")
     add_store_flag(p)
+    add_endpoint_flags(p, ("--sparql-endpoint",))  # --endpoint is the model server's URL here
     p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
                    help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
     p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq", help="the language the translator writes")
@@ -48,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
     settings = get_settings()
     msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.endpoint,
                                    replay_path=args.replay)
-    store = resolve_store(args.store)
+    store, sparql_endpoint = store_target(args)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds) as engine:
+    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
+                endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect) as engine:
         # the translator's KB checks share the engine's query worker instead of starting a second one
         shared = getattr(engine.assembler, "store", None) or getattr(engine, "_store", None)
         translator = make_translator(msettings, store, store=shared)

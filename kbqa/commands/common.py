@@ -17,6 +17,36 @@ def add_store_flag(p: argparse.ArgumentParser) -> None:
                         "built on first use)")
 
 
+def add_endpoint_flags(p: argparse.ArgumentParser, flags: tuple[str, ...] = ("--endpoint", "--sparql-endpoint")) -> None:
+    """`--endpoint URL`: queries go to a remote SPARQL endpoint instead of the store's pyoxigraph data.
+    (`kbqa ask` keeps `--endpoint` for its model server and takes `--sparql-endpoint` only.)"""
+    p.add_argument(*flags, dest="sparql_endpoint", default=None, metavar="URL",
+                   help="SPARQL endpoint to run queries on (QLever, Virtuoso, Blazegraph, Oxigraph server, WDQS); "
+                        "labels and the grounding index still come from --store when given, which a remote store "
+                        "made by `kbqa ingest --endpoint URL --store DIR` does by itself")
+    p.add_argument("--endpoint-dialect", default=None, choices=["generic", "oxigraph", "wdqs", "qlever", "virtuoso"],
+                   help="engine of the endpoint (default: wdqs for query.wikidata.org, else generic); only wdqs "
+                        "runs SERVICE wikibase:label")
+
+
+def store_target(args: argparse.Namespace) -> tuple[Path | None, str | None]:
+    """(store directory, endpoint URL) from --store / --endpoint. An endpoint alone uses no store
+    directory; neither gives the default store (built on first use)."""
+    endpoint = getattr(args, "sparql_endpoint", None)
+    if endpoint and args.store is None:
+        return None, endpoint
+    return resolve_store(args.store), endpoint
+
+
+def open_query_store(store_dir: Path | None, endpoint: str | None, args: argparse.Namespace, timeout_s: float,
+                     row_cap: int) -> Any:
+    """The store queries run on: the endpoint given, the one a remote store directory records, or local."""
+    from kb_dumps.store import open_store
+
+    return open_store(store_dir, endpoint=endpoint, timeout_s=timeout_s, row_cap=row_cap,
+                      dialect=getattr(args, "endpoint_dialect", None))
+
+
 def add_format_flag(p: argparse.ArgumentParser, choices: tuple[str, ...] = ("text", "json")) -> None:
     p.add_argument("--format", choices=choices, default="text", help="output format (default: text)")
 

@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 
 from kb_dumps.errors import KBQAError
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_endpoint_flags,
+    add_format_flag,
+    add_store_flag,
+    print_json,
+    store_target,
+    subparser,
+)
 
 EXAMPLE = """kbqa compile question.desq --frontend desq --store .kbqa/stores/wikidata-mini
   kbqa compile - --no-execute --format json < question.desq      generate only, no store"""
@@ -18,6 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("file", help="the front-end text file, or - for stdin")
     p.add_argument("--frontend", default="desq", choices=["desq", "qcompiler", "pyrag"], help="the input language (default: desq)")
     add_store_flag(p)
+    add_endpoint_flags(p)
     p.add_argument("--no-execute", action="store_true",
                    help="generate only: ground (guessed URIs when no --store is given) and parse-check, never run")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
@@ -64,15 +72,16 @@ def run(args: argparse.Namespace) -> int:
     text = _read(args.file)
     settings = get_settings()
     # --no-execute without --store: no store at all (guessed URIs, unchecked); with --store: grounded, not run.
-    store = None if args.no_execute and args.store is None else resolve_store(args.store)
+    store, endpoint = (None, None) if args.no_execute and args.store is None else store_target(args)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds) as engine:
+    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
+                endpoint=endpoint, endpoint_dialect=args.endpoint_dialect) as engine:
         if args.frontend != "desq":  # leaves / sub-questions are translated to DeSQ
             from kbqa.models.model_translator import make_translator
             from kbqa.models.settings import get_model_settings
 
             engine.translator = make_translator(get_model_settings(), store,
-                                                store=engine.assembler.store if store else None)
+                                                store=engine.assembler.store if store or endpoint else None)
         result = engine.compile(text, frontend=args.frontend, execute=not args.no_execute)
         if args.format == "json":
             print_json(result.to_dict())

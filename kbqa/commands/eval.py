@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_dumps.errors import EXIT_USAGE, KBQAError
-from kbqa.commands.common import add_format_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import add_endpoint_flags, add_format_flag, print_json, resolve_store, subparser
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
@@ -37,6 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
                    help="store to run queries on (answer-level scoring). With --predictions and no --store only "
                         "query-level figures (plus answers the file gives) are computed; --backend/--oracle use "
                         "the default bundled store")
+    add_endpoint_flags(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--predictions", type=Path, metavar="FILE.jsonl", help="predictions of any system, JSONL")
     mode.add_argument("--backend", metavar="NAME",
@@ -124,8 +125,8 @@ def prediction_from_engine(result: Any, text: str, gold: dict[str, str] | None =
             "steps": d.get("steps"), "grounding": grounding or None}
 
 
-def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Any]
-                    ) -> Any:
+def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Any],
+                    engine_kw: dict[str, Any] | None = None) -> Any:
     """A predictor over a predictions file; a `desq`-only line is compiled through kbqa.pipeline.Engine."""
     from eval.runner import Prediction
 
@@ -141,7 +142,7 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
             raise e
         from kbqa.pipeline import Engine  # lazily: eval never imports kbqa; only this CLI wires it
 
-        engine = Engine(store=resolve_store(store_dir))
+        engine = Engine(store=resolve_store(store_dir), **(engine_kw or {}))
         engines.append(engine)
 
     def predict(record: Any) -> Prediction:
@@ -160,7 +161,7 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
 
 
 def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: list[Any], closers: list[Any],
-                      execute: bool = True) -> Any:
+                      execute: bool = True, engine_kw: dict[str, Any] | None = None) -> Any:
     """decompose(gold) with the URIs removed from its grounding block, compiled by the Engine: what
     grounding + assembly alone achieve when the model's output is perfect but for the URIs."""
     from assembler.plan import Placeholder, walk
@@ -174,7 +175,7 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
     layout = StoreLayout.of(store_dir)
     labels = LabelMemory(layout.labels, readonly=True)
     closers.append(labels)
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap)
+    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, **(engine_kw or {}))
     engines.append(engine)
 
     def predict(record: Any) -> Prediction:
@@ -199,7 +200,8 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
 
 
 def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: list[Any], timeout: float,
-                      row_cap: int, engines: list[Any], closers: list[Any]) -> Any:
+                      row_cap: int, engines: list[Any], closers: list[Any],
+                      engine_kw: dict[str, Any] | None = None) -> Any:
     """The whole system: Engine.ask with a translator backend. The questions being scored are excluded
     from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
@@ -207,7 +209,7 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
     from kbqa.models.settings import get_model_settings
     from kbqa.pipeline import Engine
 
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap)
+    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, **(engine_kw or {}))
     engines.append(engine)
     translator = make_translator(get_model_settings(backend=backend), store_dir, store=engine.assembler.store)
     closers.append(translator)
@@ -271,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
     from eval.loaders import load, resolve_benchmark
     from eval.runner import run_eval
     from kb_dumps.layout import StoreLayout
-    from kb_dumps.store import DEFAULT_ROW_CAP, LocalStore
+    from kb_dumps.store import DEFAULT_ROW_CAP, open_store
     from kbqa.config import get_settings
 
     cfg = get_settings()
@@ -281,7 +283,12 @@ def _run(args: argparse.Namespace) -> int:
     timeout = args.timeout or cfg.query_timeout_s
     row_cap = cfg.row_cap or DEFAULT_ROW_CAP
     engine_mode = args.oracle or args.predictions is None  # the oracle and the translators need a store
+    endpoint = args.sparql_endpoint
+    if endpoint and engine_mode and args.store is None:
+        raise KBQAError("--backend / --oracle with --endpoint need --store DIR for the label memory and index "
+                        "(a remote store: `kbqa ingest --endpoint URL --store DIR`, then `kbqa index`)", stage="usage")
     store_dir = resolve_store(args.store) if engine_mode else args.store
+    engine_kw = {"endpoint": endpoint, "endpoint_dialect": args.endpoint_dialect}
     kbs = {r.meta.get("kb") for r in records if r.usable}
     store_info = None
     if store_dir is not None:
@@ -293,6 +300,9 @@ def _run(args: argparse.Namespace) -> int:
     elif not any(r.has_gold_answers for r in records):
         print("note: no --store and no gold answers in the file: query-level figures only", file=sys.stderr)
     settings: dict[str, Any] = {"dataset_format": fmt, "store": store_info, "timeout_s": timeout, "row_cap": row_cap}
+    remote = endpoint or ((StoreLayout.of(store_dir).endpoint or {}).get("url") if store_dir is not None else None)
+    if remote:  # results from another endpoint are not mixed into a resumed run
+        settings["endpoint"] = remote
     engines: list[Any] = []
     closers: list[Any] = []
     jobs = max(1, args.jobs)
@@ -300,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         settings.update(system="oracle", mode="oracle")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-oracle"
         predictor = _oracle_predictor(store_dir, timeout, row_cap, engines, closers,  # type: ignore[arg-type]
-                                      execute=not args.no_execute)
+                                      execute=not args.no_execute, engine_kw=engine_kw)
         if jobs > 1:  # the Engine's label memory and grounder are not shared across threads
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
@@ -309,7 +319,7 @@ def _run(args: argparse.Namespace) -> int:
         settings.update(system=f"engine:{backend}:{args.frontend}", mode="engine")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(backend)}-{args.frontend}"
         predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,
-                                      closers)  # type: ignore[arg-type]
+                                      closers, engine_kw)  # type: ignore[arg-type]
         jobs = 1  # one translator and one Engine, used in turn
     else:
         preds = read_predictions(args.predictions)
@@ -317,13 +327,14 @@ def _run(args: argparse.Namespace) -> int:
         settings.update(system=f"predictions:{args.predictions.name}", mode="predictions",
                         predictions=str(args.predictions.resolve()), predictions_sha256=_sha256(args.predictions))
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(args.predictions.stem)}"
-        predictor = _file_predictor(preds, args.predictions, store_dir, engines)
+        predictor = _file_predictor(preds, args.predictions, store_dir, engines, engine_kw)
         if engines:
             jobs = 1
     if args.no_execute:
         settings["execute"] = False
-    store = (LocalStore(store_dir, timeout_s=timeout, row_cap=row_cap)
-             if store_dir is not None and not args.no_execute else None)
+    store = (open_store(store_dir, endpoint=endpoint, timeout_s=timeout, row_cap=row_cap,
+                        dialect=args.endpoint_dialect)
+             if (store_dir is not None or endpoint) and not args.no_execute else None)
     try:
         summary = run_eval(records, predictor, out_dir=out, store=store, limit=args.limit, jobs=jobs,
                            settings=settings, progress=True, restart=args.restart, dataset_path=path, dataset=name)

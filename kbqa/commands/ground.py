@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 
 from kb_dumps.errors import EXIT_NO_ANSWER, EXIT_OK, KBQAError
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store
+from kbqa.commands.common import (
+    add_endpoint_flags,
+    add_format_flag,
+    add_store_flag,
+    print_json,
+    resolve_store,
+)
 
 EXAMPLE = """examples:
   kbqa ground "place of birth" --kind property
@@ -32,6 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="context: where the placeholder sits when it is an entity")
     p.add_argument("--guess", default=None, help="a guessed URI to keep or correct")
     add_store_flag(p)
+    add_endpoint_flags(p)
     add_format_flag(p)
     return p
 
@@ -46,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
         raise KBQAError(f"--k must be at least 1 (got {args.k})", stage="usage")
     threshold = args.threshold if args.threshold is not None else getattr(settings, "grounding_threshold",
                                                                           DEFAULT_THRESHOLD)
-    grounder = Grounder(store, threshold=threshold, model=settings.embedding_model, build_missing=True)
+    kb = None  # the KB-context re-rank queries --endpoint when given (a remote store's own endpoint otherwise)
+    if args.sparql_endpoint:
+        from kb_dumps.store import open_store
+
+        kb = open_store(store, endpoint=args.sparql_endpoint, dialect=args.endpoint_dialect)
+    grounder = Grounder(store, threshold=threshold, model=settings.embedding_model, build_missing=True, store=kb)
     context = {k: getattr(args, k) for k in ("subject", "object", "property", "role") if getattr(args, k)}
     try:
         if args.guess:

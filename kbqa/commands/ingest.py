@@ -18,7 +18,9 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     p = subparser(sub, "ingest", "load RDF / Wikidata JSON / Freebase dumps into a store and build its label memory",
                   "kbqa ingest latest-all.json.gz --store kb/ --lang en,de\n"
                   "  kbqa ingest --sample wikidata-mini\n"
-                  "  kbqa ingest more.nt.gz --store kb/ --append")
+                  "  kbqa ingest more.nt.gz --store kb/ --append\n"
+                  "  kbqa ingest --endpoint http://localhost:7001/sparql --profile wikidata --store kb/  "
+                  "(labels only; rerun to resume)")
     p.add_argument("sources", nargs="*", type=Path, metavar="SOURCE",
                    help="dump files: .nt .nq .ttl .rdf/.owl/.xml (RDF/XML), .json (Wikidata, one entity per line), "
                         "Freebase RDF; each may be .gz or .bz2")
@@ -35,11 +37,27 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     p.add_argument("--lang", default="en", help="label languages, preferred first (default: en)")
     p.add_argument("--wait", action="store_true", help="wait for another writer instead of failing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e = p.add_argument_group("from a SPARQL endpoint (the label memory only; queries then go to the endpoint)")
+    e.add_argument("--endpoint", "--sparql-endpoint", dest="sparql_endpoint", metavar="URL",
+                   help="page labels, aliases, descriptions, kinds and popularity out of this endpoint into "
+                        "--store DIR; an interrupted run resumes when run again")
+    e.add_argument("--endpoint-dialect", default=None, choices=["generic", "oxigraph", "wdqs", "qlever", "virtuoso"],
+                   help="engine of the endpoint (default: wdqs for query.wikidata.org, else generic)")
+    e.add_argument("--page-size", type=int, default=10_000, metavar="N", help="rows per query (default 10000)")
+    e.add_argument("--all-ids", action="store_true",
+                   help="also write ids that have no label, alias or description (as a dump ingestion does)")
+    e.add_argument("--max-pages", type=int, default=None, metavar="N",
+                   help="stop after N pages, resumable (to spread a long ingestion over several runs)")
+    e.add_argument("--restart", action="store_true", help="discard an interrupted endpoint ingestion and start over")
+    e.add_argument("--endpoint-timeout", type=float, default=300.0, metavar="S",
+                   help="seconds per query (default 300)")
     add_format_flag(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sparql_endpoint:
+        return _run_endpoint(args)
     if args.sample:
         if args.sources:
             raise KBQAError("give SOURCE files or --sample, not both", stage="usage")
@@ -73,4 +91,32 @@ def run(args: argparse.Namespace) -> int:
               f"{report.label_rows:,} label-memory rows")
     else:
         print(f"store {report.store}: already up to date (same content), nothing changed")
+    return 0
+
+
+def _run_endpoint(args: argparse.Namespace) -> int:
+    from kb_dumps.endpoint_ingest import ingest_endpoint
+
+    if args.sources or args.sample:
+        raise KBQAError("give SOURCE files, --sample or --endpoint, not several", stage="usage")
+    if args.store is None:
+        raise KBQAError("--store DIR is required with --endpoint (it keeps the label memory and index)", stage="usage")
+    report = ingest_endpoint(args.sparql_endpoint, args.store, profile=args.profile,
+                             languages=tuple(x.strip() for x in args.lang.split(",") if x.strip()),
+                             dialect=args.endpoint_dialect, page_size=args.page_size, all_ids=args.all_ids,
+                             replace=args.replace, restart=args.restart, max_pages=args.max_pages,
+                             timeout_s=args.endpoint_timeout, progress=False if args.no_progress else None,
+                             wait=args.wait)
+    if args.format == "json":
+        print_json(report.to_dict())
+        return 0
+    how = "resumed, " if report.resumed else ""
+    print(f"{report.endpoint}: {how}{report.pages:,} pages, {report.rows_read:,} rows in {report.seconds:.1f} s "
+          f"({report.rows_per_s:,.0f} rows/s)")
+    if report.complete:
+        print(f"store {report.store} ({report.profile}, remote): {report.label_rows:,} label-memory rows; "
+              f"next: kbqa index --store {report.store}")
+    else:
+        print(f"stopped after {report.pages} pages ({report.label_rows:,} rows so far); run the same command again "
+              "to resume")
     return 0

@@ -10,15 +10,25 @@ from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kb_dumps.store import DEFAULT_ROW_CAP, QueryResult, Term
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_endpoint_flags,
+    add_format_flag,
+    add_store_flag,
+    open_query_store,
+    print_json,
+    store_target,
+    subparser,
+)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     p = subparser(sub, "sparql", "run a read-only SPARQL query on a store",
-                  'kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --format json')
+                  'kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --format json\n'
+                  '  kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --endpoint https://query.wikidata.org/sparql')
     p.add_argument("query", help="the SPARQL query, or @FILE to read it from a file; standard prefixes of the "
                                  "store's KB profile are added when missing")
     add_store_flag(p)
+    add_endpoint_flags(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds before the query is stopped (default 10)")
     p.add_argument("--limit", type=int, default=DEFAULT_ROW_CAP, help=f"row cap (default {DEFAULT_ROW_CAP})")
     add_format_flag(p, ("text", "json", "csv", "tsv"))
@@ -70,7 +80,7 @@ def print_table(res: QueryResult, profile, fmt: str) -> None:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
-    from kb_dumps.store import LocalStore
+    from kb_dumps.profiles import DBPEDIA_PREFIXES, FreebaseProfile, WikidataProfile
 
     query = args.query
     if query.startswith("@"):
@@ -79,11 +89,15 @@ def run(args: argparse.Namespace) -> int:
                 query = f.read()
         except OSError as e:
             raise KBQAError(f"cannot read the query file: {e.strerror}", file=query[1:]) from None
-    store_dir = resolve_store(args.store)
-    layout = StoreLayout.of(store_dir)
-    profile = get_profile(layout.profile_name)
-    query = with_prefixes(query, profile.prefixes)
-    with LocalStore(store_dir, timeout_s=args.timeout, row_cap=args.limit) as store:
+    store_dir, endpoint = store_target(args)
+    if store_dir is not None:
+        profile = get_profile(StoreLayout.of(store_dir).profile_name)
+        prefixes = profile.prefixes
+    else:  # an endpoint alone: whichever known KB's prefixes the query uses (they do not clash)
+        profile = get_profile("wikidata" if args.endpoint_dialect == "wdqs" else "generic")
+        prefixes = {**DBPEDIA_PREFIXES, **FreebaseProfile.prefixes, **WikidataProfile.prefixes}
+    query = with_prefixes(query, prefixes)
+    with open_query_store(store_dir, endpoint, args, args.timeout, args.limit) as store:
         res = store.query(query)
     if args.format == "json":
         print_json(res.to_dict())

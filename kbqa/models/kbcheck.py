@@ -29,9 +29,9 @@ class TripleChecker:
     @property
     def store(self) -> Any:
         if self._store is None:
-            from kb_dumps.store import LocalStore
+            from kb_dumps.store import open_store
 
-            self._store = LocalStore(self.store_dir)
+            self._store = open_store(self.store_dir)  # a remote store directory queries its endpoint
         return self._store
 
     def close(self) -> None:

@@ -1,0 +1,341 @@
+"""`kbqa ingest --endpoint URL`: the label memory of a KB that lives on a SPARQL endpoint; no triples copied.
+
+The phases of kb_dumps/endpoint_queries.py run in turn, each paged by key (`STR(?key) > last`). Every
+page is written to `DIR/.endpoint-building/labels.sqlite` in one SQLite transaction *together with*
+the progress (phase, last key), so a run killed at any point resumes after its last complete page
+and writes each row exactly once. A complete run becomes a new version of DIR like a dump ingestion
+(`current` switched atomically), with a manifest recording the endpoint, so that `--store DIR` then
+sends queries there; `kbqa index` builds the grounding index from the memory as usual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from kb_dumps.collector import LabelCollector
+from kb_dumps.endpoint import EndpointStore
+from kb_dumps.endpoint_queries import PHASES, profile_values, queries_for, render, template
+from kb_dumps.errors import IngestError, KBQAError
+from kb_dumps.ingest import MANIFEST_FORMAT, _clean_stale, _next_version, publish_version, store_lock
+from kb_dumps.label_memory import LabelMemory
+from kb_dumps.layout import StoreLayout
+from kb_dumps.profiles import KBProfile, detect_profile, get_profile
+from kb_dumps.sparql_text import IRIREF, iri, string_literal
+
+PROGRESS_KEY = "endpoint_ingest"
+MAX_PAGE_ROWS = 1_000_000  # a page grows (doubling) while one key fills it, up to this
+
+
+@dataclass
+class EndpointIngestReport:
+    store: str
+    endpoint: str
+    profile: str
+    complete: bool  # False: stopped by max_pages; rerun to resume
+    resumed: bool
+    label_rows: int = 0
+    pages: int = 0  # pages of this run
+    rows_read: int = 0  # result rows of this run
+    seconds: float = 0.0
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows_read / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rows_per_s": self.rows_per_s}
+
+
+def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = None,
+                    languages: tuple[str, ...] = ("en",), dialect: str | None = None, page_size: int = 10_000,
+                    id_batch: int = 500, all_ids: bool = False, replace: bool = False, restart: bool = False,
+                    max_pages: int | None = None, timeout_s: float = 300.0, progress: bool | None = None,
+                    wait: bool = False, endpoint_options: dict[str, Any] | None = None) -> EndpointIngestReport:
+    """Page labels, aliases, descriptions, kinds and popularity out of `endpoint` into the label memory of
+    the remote store directory `store`. Resumes an interrupted run with the same settings."""
+    if page_size < 1 or id_batch < 1:
+        raise IngestError("--page-size and the id batch must be at least 1", stage="usage")
+    root = Path(store)
+    sparql = EndpointStore(endpoint, timeout_s=timeout_s, row_cap=MAX_PAGE_ROWS, dialect=dialect,
+                           **(endpoint_options or {}))
+    with store_lock(root, wait=wait):
+        live = StoreLayout.of(root)
+        if live.exists() and not replace:
+            what = f"the remote store of {live.endpoint['url']}" if live.endpoint else "a local store"
+            raise IngestError(f"{root} already holds {what}; pass --replace to rebuild its label memory from "
+                              f"{endpoint}", stage="usage")
+        prof = get_profile(profile) if profile else _detect(sparql)
+        queries = queries_for(prof)
+        unknown = {k for k in queries if k.split("_")[0] not in PHASES}
+        if unknown:
+            raise IngestError(f"unknown endpoint query names {sorted(unknown)}; phases: {', '.join(PHASES)}",
+                              stage="usage")
+        settings = {"endpoint": endpoint, "dialect": sparql.dialect.name, "profile": profile or prof.name,
+                    "languages": list(languages), "all_ids": all_ids,
+                    "queries": hashlib.sha256(json.dumps(queries, sort_keys=True).encode()).hexdigest()}
+        run = _Run(root, sparql, prof, queries, languages, settings, page_size, id_batch, all_ids, progress)
+        resumed = run.open(replace=replace, restart=restart)
+        try:
+            complete = run.run_phases(max_pages)
+            if not complete:
+                return run.report(complete=False, resumed=resumed)
+            run.finish()
+        finally:
+            run.close()
+        return run.report(complete=True, resumed=resumed)
+
+
+def _detect(sparql: EndpointStore) -> KBProfile:
+    """The profile from a sample of the endpoint's predicates (wdqs: Wikidata without asking)."""
+    if sparql.dialect.name == "wdqs":
+        return get_profile("wikidata")
+    res = sparql.query("SELECT ?p WHERE { ?s ?p ?o } LIMIT 500", row_cap=500)
+    return get_profile(detect_profile([r[0]["value"] for r in res.rows if r and r[0]]))
+
+
+class _Run:
+    """One ingestion into `DIR/.endpoint-building`: its memory, its progress, its phases."""
+
+    def __init__(self, root: Path, sparql: EndpointStore, profile: KBProfile, queries: dict[str, str],
+                 languages: tuple[str, ...], settings: dict[str, Any], page_size: int, id_batch: int,
+                 all_ids: bool, progress: bool | None):
+        self.root, self.sparql, self.profile, self.queries = root, sparql, profile, queries
+        self.languages, self.settings = languages, settings
+        self.page_size, self.id_batch = page_size, id_batch
+        self.values = profile_values(profile, languages)
+        self.phases = [p for p in PHASES if p != "ids" or all_ids or profile.labels_from_local_names]
+        if not self.values["kind_types"]:
+            self.phases.remove("typed")
+        self.show = sys.stderr.isatty() if progress is None else progress
+        self.building = StoreLayout.of(root).endpoint_building
+        self.t0 = time.perf_counter()
+        self.pages = self.rows = 0
+        self.phase_stats: dict[str, dict[str, float]] = {}
+        self.memory: LabelMemory | None = None
+        self.state: dict[str, Any] = {}
+
+    # ---- the building directory and its progress ------------------------------------------
+    def open(self, replace: bool, restart: bool) -> bool:
+        """Open (or create) the building memory; True when resuming an earlier run."""
+        path = self.building / "labels.sqlite"
+        if path.is_file() and not restart:
+            memory = LabelMemory(path)
+            state = json.loads(memory.meta(PROGRESS_KEY) or "{}")
+            if state.get("settings") != self.settings:
+                memory.close()
+                if not replace:
+                    raise IngestError(f"{self.building} holds an interrupted ingestion with other settings "
+                                      f"({state.get('settings', {}).get('endpoint')}); pass --replace to discard "
+                                      "it", stage="usage")
+                shutil.rmtree(self.building)
+            else:
+                self.memory, self.state = memory, state
+        elif self.building.exists():
+            shutil.rmtree(self.building)
+        resumed = self.memory is not None
+        if self.memory is None:
+            self.building.mkdir(parents=True)
+            self.memory = LabelMemory(path)
+            generation = self.memory.begin_generation()
+            self.state = {"settings": self.settings, "generation": generation, "done": [], "phase": None,
+                          "after": "", "pages": 0, "rows": 0}
+        # A journal, unlike a dump ingestion's memory: a kill must leave the last committed page intact.
+        self.memory.commit()  # pragmas cannot change inside the transaction begin_generation opened
+        self.memory.conn.execute("PRAGMA journal_mode=WAL")
+        self.memory.conn.execute("PRAGMA synchronous=NORMAL")
+        self._commit()
+        return resumed
+
+    def _commit(self) -> None:
+        assert self.memory is not None
+        self.memory.set_meta(PROGRESS_KEY, json.dumps(self.state, ensure_ascii=False))
+        self.memory.commit()  # the page's rows and the progress, in one transaction
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
+
+    # ---- phases ----------------------------------------------------------------------------
+    def run_phases(self, max_pages: int | None) -> bool:
+        """Run the phases not yet done; False when max_pages stopped the run first."""
+        from tqdm import tqdm
+
+        for phase in self.phases:
+            if phase in self.state["done"]:
+                continue
+            if self.state["phase"] != phase:
+                self.state.update(phase=phase, after="")
+            t0, rows0, pages0 = time.perf_counter(), self.rows, self.pages
+            with tqdm(desc=f"{phase}", unit=" rows", unit_scale=True, file=sys.stderr, disable=not self.show,
+                      mininterval=0.5) as bar:
+                pager = self._popularity_pages() if phase == "popularity" else self._keyset_pages(phase)
+                for rows, after in pager:
+                    self._write(phase, rows)
+                    self.state["after"] = after
+                    self.state["pages"] += 1
+                    self.state["rows"] += len(rows)
+                    self._commit()
+                    self.pages += 1
+                    self.rows += len(rows)
+                    bar.update(len(rows))
+                    if max_pages is not None and self.pages >= max_pages:
+                        self._stat(phase, t0, rows0, pages0)
+                        return False
+            self.state["done"].append(phase)
+            self.state.update(phase=None, after="")
+            self._commit()
+            self._stat(phase, t0, rows0, pages0)
+        return True
+
+    def _stat(self, phase: str, t0: float, rows0: int, pages0: int) -> None:
+        secs = time.perf_counter() - t0
+        self.phase_stats[phase] = {"pages": self.pages - pages0, "rows": self.rows - rows0, "seconds": round(secs, 3)}
+
+    def _query(self, phase: str, values: dict[str, str], cap: int) -> list[list[dict | None]]:
+        text = render(template(self.queries, phase, self.sparql.dialect.name), {**self.values, **values})
+        try:
+            return self.sparql.query(text, row_cap=cap).rows
+        except KBQAError as e:
+            e.info.message = f"{phase} page after {values.get('after', '')[:80]}: {e.info.message}"
+            raise
+
+    def _keyset_pages(self, phase: str):  # noqa: ANN202 - Iterator[(rows, last key)]
+        """Pages of complete keys: a full page loses its last key's rows (they may continue on the next
+        page) and the next page starts after the last key kept; a key alone filling a page doubles it."""
+        after, limit = str(self.state["after"]), self.page_size
+        while True:
+            rows = self._query(phase, {"after": string_literal(after), "limit": str(limit)}, limit)
+            keys = [r[0]["value"] if r and r[0] else "" for r in rows]
+            if any(k <= after for k in keys) or keys != sorted(keys):
+                raise IngestError(f"the endpoint did not return {phase} rows ordered by key after {after[:80]!r}; "
+                                  "keyset paging needs ORDER BY STR(?key) and FILTER(STR(?key) > after)",
+                                  stage="ingest")
+            if len(rows) < limit:
+                if rows:
+                    yield rows, keys[-1]
+                return
+            cut = keys.index(keys[-1])
+            if cut == 0:
+                if limit >= MAX_PAGE_ROWS:
+                    raise IngestError(f"{phase}: the key {keys[0][:80]!r} has more than {MAX_PAGE_ROWS} rows",
+                                      stage="ingest")
+                limit *= 2
+                continue
+            yield rows[:cut], keys[cut - 1]
+            after, limit = keys[cut - 1], self.page_size
+
+    def _popularity_pages(self):  # noqa: ANN202 - Iterator[(rows, last rowid)]
+        """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint."""
+        assert self.memory is not None
+        last = int(self.state["after"] or 0)
+        while True:
+            batch = self.memory.conn.execute("SELECT rowid, id FROM labels WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                             (last, self.id_batch)).fetchall()
+            if not batch:
+                return
+            ids = [i for _, i in batch if IRIREF.fullmatch(i)]  # an id a query cannot hold keeps popularity 0
+            rows = self._query("popularity", {"ids": " ".join(iri(i) for i in ids)}, len(ids) + 1) if ids else []
+            last = batch[-1][0]
+            yield rows, str(last)
+
+    # ---- writing ---------------------------------------------------------------------------
+    def _write(self, phase: str, rows: list[list[dict | None]]) -> None:
+        memory, gen = self.memory, int(self.state["generation"])
+        assert memory is not None
+        if phase == "texts":
+            collector = LabelCollector(self.profile, memory, gen, self.languages)
+            for r in rows:
+                quad = _text_quad(r)
+                if quad is not None:
+                    collector.observe(quad)
+            collector.flush()
+            return
+        if phase == "popularity":
+            counts = {r[0]["value"]: int(float(r[1]["value"])) for r in rows if r[0] and r[1]}
+            memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
+            return
+        kinds: dict[str, str | None] = {}
+        counts = {}
+        for r in rows:
+            key = r[0]["value"] if r[0] else ""
+            if phase == "predicates":
+                pid = self.profile.property_entity(key)
+                kinds[pid] = "property"
+                counts[pid] = counts.get(pid, 0) + (int(float(r[1]["value"])) if r[1] else 0)
+            elif phase == "classes":
+                kinds[key] = "class"
+            elif phase == "typed":
+                t = r[1]["value"] if r[1] else ""
+                kinds[key] = "property" if t in self.profile.property_types else "class"
+            else:  # ids: a row, kind from other phases (or entity)
+                kinds.setdefault(key, None)
+        memory.merge_texts({k: {"label": None, "aliases": [], "description": None, "kind": kind}
+                            for k, kind in kinds.items()}, gen)
+        if counts:
+            memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
+
+    # ---- the end -----------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Complete the memory, write the manifest and switch DIR's `current` to the new version."""
+        memory = self.memory
+        assert memory is not None
+        gen = int(self.state["generation"])
+        if self.profile.labels_from_local_names:
+            memory.fill_missing_labels(self.profile.local_name_label, gen)
+        memory.set_meta("profile", self.profile.name)
+        memory.commit()
+        self.label_rows = len(memory)
+        memory.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        memory.conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, like a dump ingestion's
+        self.close()
+        version = _next_version(self.root)
+        manifest = {
+            "format": MANIFEST_FORMAT, "profile": self.settings["profile"], "languages": list(self.languages),
+            "endpoint": {"url": self.settings["endpoint"], "dialect": self.settings["dialect"]},
+            "sources": [], "triples": 0, "label_rows": self.label_rows, "generation": gen, "version": version,
+            "endpoint_ingest": {"pages": self.state["pages"], "rows": self.state["rows"],
+                                "phases": self.phases, "all_ids": self.settings["all_ids"]},
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (self.building / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        live = StoreLayout.of(self.root)
+        _clean_stale(self.root, keep=live.current if (self.root / "current").exists() else None)
+        final = publish_version(self.root, self.building, version)
+        _clean_stale(self.root, keep=final)
+
+    def report(self, complete: bool, resumed: bool) -> EndpointIngestReport:
+        rows = getattr(self, "label_rows", None)
+        if rows is None:
+            rows = len(self.memory) if self.memory is not None else 0
+        return EndpointIngestReport(store=str(self.root), endpoint=self.sparql.url, profile=self.profile.name,
+                                    complete=complete, resumed=resumed, label_rows=rows, pages=self.pages,
+                                    rows_read=self.rows, seconds=time.perf_counter() - self.t0,
+                                    phases=self.phase_stats)
+
+
+def _text_quad(row: list[dict | None]) -> ox.Quad | None:
+    """A (subject, text predicate, literal) result row as the quad a dump reader would give the collector."""
+    s, p, o = row[0], row[1], row[2]
+    if not (s and p and o) or s.get("type") != "uri" or o.get("type") != "literal":
+        return None
+    try:
+        if o.get("xml:lang"):
+            lit = ox.Literal(o["value"], language=o["xml:lang"])
+        elif o.get("datatype"):
+            lit = ox.Literal(o["value"], datatype=ox.NamedNode(o["datatype"]))
+        else:
+            lit = ox.Literal(o["value"])
+        return ox.Quad(ox.NamedNode(s["value"]), ox.NamedNode(p["value"]), lit)
+    except ValueError:  # an IRI or language tag pyoxigraph refuses: the dump reader would refuse it too
+        return None

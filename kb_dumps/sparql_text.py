@@ -1,0 +1,142 @@
+"""SPARQL text helpers for the store interface: masking, the query form, the outer LIMIT, SERVICE targets.
+
+No parser: a query is *masked* (strings, IRIs and comments blanked out with spaces, same length) so
+that keywords and braces are found by position. rdflib's parser costs ~100 ms per query, more than a
+loopback round trip; the tests check every rewrite with pyoxigraph's parser instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LEXICAL = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # long strings
+    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\.)*"'  # short strings
+    r"|'(?:[^'\\\n]|\\.)*'"
+    r"|<[^<>\"{}|^`\\\s]*>"  # IRIs
+    r"|#[^\n]*",  # comments
+    re.S,
+)
+_FORM = re.compile(r"(?<![:\w?$])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![:\w])", re.I)
+_LIMIT = re.compile(r"(?<![:\w?$])LIMIT\s+(\d+)", re.I)
+_VALUES_HEAD = re.compile(r"(?<![:\w?$])VALUES\s*(?:[?$]\w+|\([^()]*\))\s*$", re.I)
+_SERVICE = re.compile(r"(?<![:\w?$])SERVICE(?![:\w])", re.I)
+_SERVICE_TARGET = re.compile(r"SERVICE\s+(?:SILENT\s+)?(<[^>\s]*>|[A-Za-z][\w.-]*:[\w.-]*|[?$]\w+)", re.I)
+LABEL_SERVICE_TARGETS = ("wikibase:label", "<http://wikiba.se/ontology#label>")
+
+# An IRI that may go between <> in a query; an id that does not match is never written into a query.
+IRIREF = re.compile(r'[^<>"{}|^`\\\x00-\x20]+')
+LANG_TAG = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
+
+
+def mask(query: str) -> str:
+    """The query with strings, IRIs and comments replaced by spaces of the same length."""
+    return _LEXICAL.sub(lambda m: " " * len(m.group()), query)
+
+
+def iri(value: str) -> str:
+    """`<value>` for a query; ValueError when the value cannot be an IRIREF (it would change the query)."""
+    if not IRIREF.fullmatch(value):
+        raise ValueError(f"not an IRI that can be written into a query: {value[:80]!r}")
+    return f"<{value}>"
+
+
+def string_literal(value: str) -> str:
+    """A SPARQL string literal for any text (backslash, quotes and line breaks escaped)."""
+    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+               .replace("\t", "\\t"))
+    return f'"{escaped}"'
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """Where the parts of a query that the store cares about are."""
+
+    form: str | None  # select | ask | construct | describe; None when no query form was found
+    limit: int | None  # the outer LIMIT, if any
+    limit_span: tuple[int, int] | None  # position of the LIMIT's digits
+    insert_at: int  # where an outer LIMIT clause may be inserted (before a trailing VALUES block)
+
+
+def _top_level_groups(masked: str, start: int) -> list[tuple[int, int]]:
+    """Spans of the `{ … }` groups at brace depth 0 and outside parentheses (EXISTS in an expression
+    opens a group inside parentheses: that is not the WHERE clause)."""
+    groups: list[tuple[int, int]] = []
+    braces = parens = 0
+    open_at = -1
+    for i in range(start, len(masked)):
+        c = masked[i]
+        if c == "(" and braces == 0:
+            parens += 1
+        elif c == ")" and braces == 0:
+            parens = max(parens - 1, 0)
+        elif c == "{":
+            if braces == 0 and parens == 0:
+                open_at = i
+            braces += 1
+        elif c == "}":
+            braces -= 1
+            if braces == 0 and open_at >= 0:
+                groups.append((open_at, i + 1))
+                open_at = -1
+            braces = max(braces, 0)
+    return groups
+
+
+def shape(query: str) -> QueryShape:
+    masked = mask(query)
+    m = _FORM.search(masked)
+    if m is None:
+        return QueryShape(None, None, None, len(query.rstrip()))
+    form = m.group(1).lower()
+    groups = _top_level_groups(masked, m.end())
+    end = len(query.rstrip())
+    tail_start = m.end()
+    insert_at = end
+    if groups:
+        last = groups[-1]
+        # A trailing `VALUES ?x { … }` after the solution modifiers is a group too.
+        if len(groups) > 1 and _VALUES_HEAD.search(masked[groups[-2][1]:last[0]]):
+            head = _VALUES_HEAD.search(masked[groups[-2][1]:last[0]])
+            insert_at = groups[-2][1] + head.start()  # type: ignore[union-attr]
+            tail_start = groups[-2][1]
+        else:
+            tail_start = last[1]
+    modifiers = masked[tail_start:insert_at]
+    limit = _LIMIT.search(modifiers)
+    if limit is None:
+        return QueryShape(form, None, None, insert_at)
+    span = (tail_start + limit.start(1), tail_start + limit.end(1))
+    return QueryShape(form, int(limit.group(1)), span, insert_at)
+
+
+def with_row_cap(query: str, row_cap: int) -> tuple[str, bool]:
+    """The query with an outer LIMIT of at most `row_cap + 1` (one more row than kept shows that the cap cut
+    the result), and whether that cap applies. ASK queries and a smaller LIMIT are left as they are."""
+    s = shape(query)
+    if s.form not in ("select", "construct", "describe"):
+        return query, False
+    cap = row_cap + 1
+    if s.limit is None:
+        head, tail = query[:s.insert_at].rstrip(), query[s.insert_at:]
+        return f"{head}\nLIMIT {cap}{(' ' + tail.lstrip()) if tail.strip() else ''}", True
+    if s.limit > cap:
+        a, b = s.limit_span  # type: ignore[misc]
+        return query[:a] + str(cap) + query[b:], True
+    return query, False
+
+
+def service_targets(query: str) -> list[str]:
+    """The target of each SERVICE clause (`wikibase:label`, `<iri>`, `?var`), in order."""
+    masked = mask(query)
+    out = []
+    for m in _SERVICE.finditer(masked):
+        t = _SERVICE_TARGET.match(query, m.start())
+        out.append(t.group(1) if t else "")
+    return out
+
+
+def is_label_service(target: str) -> bool:
+    return target in LABEL_SERVICE_TARGETS
