@@ -58,7 +58,7 @@ def compiled_answers(engine: Engine, plan: Any) -> tuple[Any, str]:
 
 
 def test_fixture_set_covers_both_front_ends_and_stores() -> None:
-    assert len(CASES) >= 25
+    assert len(CASES) >= 30
     assert sum(1 for c in CASES if c["expression"]) >= 15 and sum(1 for c in CASES if c["program"]) >= 15
     assert {c["store"] for c in CASES} == {"wikidata-mini", "bestiary"}
 
