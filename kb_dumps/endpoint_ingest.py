@@ -133,7 +133,7 @@ class _Run:
             state = json.loads(memory.meta(PROGRESS_KEY) or "{}")
             if state.get("settings") != self.settings:
                 memory.close()
-                if not replace:
+                if not replace and state.get("pages"):  # a run that got nothing is not worth keeping
                     raise IngestError(f"{self.building} holds an interrupted ingestion with other settings "
                                       f"({state.get('settings', {}).get('endpoint')}); pass --replace to discard "
                                       "it", stage="usage")

@@ -1,0 +1,171 @@
+"""`kbqa ingest --endpoint`: the label memory paged out of a real Oxigraph server equals a dump ingestion's,
+and an interrupted run (stopped after N pages, or killed) resumes to the same memory as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from endpoint_servers import closed_port_url
+
+from kb_dumps.endpoint_ingest import PROGRESS_KEY, ingest_endpoint
+from kb_dumps.errors import EndpointError, IngestError
+from kb_dumps.ingest import ingest
+from kb_dumps.layout import StoreLayout
+from kb_dumps.oxigraph_server import OxigraphServer, oxigraph_binary
+
+try:
+    oxigraph_binary()
+except Exception:  # noqa: BLE001
+    pytest.skip("the oxigraph server (pip install oxigraph, test extra) is not installed", allow_module_level=True)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RDFS, SKOS, OWL = "http://www.w3.org/2000/01/rdf-schema#", "http://www.w3.org/2004/02/skos/core#", \
+    "http://www.w3.org/2002/07/owl#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+
+def _kg() -> str:
+    """A generic KG with what the label memory distinguishes: labels in several languages and untagged,
+    aliases, descriptions, classes (typed objects, subclass ends), declared properties, blank nodes,
+    self-loops, ids with no label (named from their local name), a text predicate with an IRI object."""
+    e = "http://kg.example.org/"
+    lines = [f"<{e}knows> <{RDF_TYPE}> <{OWL}ObjectProperty> .", f"<{e}Person> <{RDFS}subClassOf> <{e}Agent> ."]
+    for i in range(120):
+        s = f"<{e}person{i}>"
+        lines.append(f'{s} <{RDFS}label> "Person {i}"@en .')
+        if i % 3 == 0:
+            lines.append(f'{s} <{RDFS}label> "Person {i} (de)"@de .')
+        if i % 4 == 0:
+            lines.append(f'{s} <{RDFS}label> "P{i}" .')
+        if i % 5 == 0:
+            lines.append(f'{s} <{SKOS}altLabel> "Someone \\"{i}\\""@en .')
+            lines.append(f'{s} <{SKOS}altLabel> "Quelqu\'un {i}"@fr .')  # a language not asked for
+        lines.append(f'{s} <{RDFS}comment> "person number {i}\\nsecond line"@en .')
+        lines.append(f"{s} <{RDF_TYPE}> <{e}Person> .")
+        lines.append(f"{s} <{e}knows> <{e}person{(i * 7) % 120}> .")
+        lines.append(f"{s} <{e}bornIn> <{e}cityNumber{i % 9}> .")  # cities: no label at all
+    lines += [f"_:b1 <{e}knows> <{e}person1> .", f"<{e}person2> <{e}knows> _:b2 .",
+              f"<{e}person3> <{RDFS}label> <{e}person4> ."]
+    return "\n".join(lines) + "\n"
+
+
+def _rows(store: Path, with_rowid: bool = False) -> dict[str, tuple]:
+    con = sqlite3.connect(f"file:{StoreLayout.of(store).labels}?mode=ro", uri=True)
+    out = {}
+    for rowid, i, kind, label, aliases, desc, pop in con.execute(
+            "SELECT rowid, id, kind, label, aliases, description, popularity FROM labels"):
+        al = json.loads(aliases)
+        out[i] = (rowid, kind, label, al, desc, pop) if with_rowid else (kind, label, sorted(al), desc, pop)
+    con.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("epkg")
+    (root / "kg.nt").write_text(_kg(), encoding="utf-8")
+    ingest([root / "kg.nt"], root / "dump", profile="generic", languages=("en", "de"), progress=False)
+    with OxigraphServer(root / "dump") as srv:
+        reference = root / "reference"
+        ingest_endpoint(srv.url, reference, profile="generic", languages=("en", "de"), page_size=7, progress=False)
+        yield srv, root, reference
+
+
+def test_same_memory_as_the_dump_ingestion(kg) -> None:  # noqa: ANN001
+    srv, root, reference = kg
+    dump, remote = _rows(root / "dump"), _rows(reference)
+    assert remote == dump and len(remote) > 130
+    assert remote["http://kg.example.org/knows"][0] == "property"
+    assert remote["http://kg.example.org/Agent"][0] == "class"
+    assert remote["http://kg.example.org/cityNumber3"][1] == "city number3"  # from the local name
+    layout = StoreLayout.of(reference)
+    assert layout.exists() and layout.endpoint == {"url": srv.url, "dialect": "generic"}
+    assert not layout.oxigraph.exists() and not layout.endpoint_building.exists()  # no triples copied
+
+
+def test_wikidata_profile_matches_the_dump_for_every_labelled_id(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    ingest([FIXTURES / "desq_real" / "assemble_kb.nt"], dump, profile="wikidata", progress=False)
+    with OxigraphServer(dump) as srv:
+        ingest_endpoint(srv.url, tmp_path / "labelled", page_size=4, progress=False)  # profile detected
+        ingest_endpoint(srv.url, tmp_path / "all", profile="wikidata", all_ids=True, page_size=4, progress=False)
+    full, labelled, everything = _rows(dump), _rows(tmp_path / "labelled"), _rows(tmp_path / "all")
+    assert everything == full
+    assert labelled == {k: v for k, v in full.items() if v[1] or v[2] or v[3] or v[0] != "entity"}
+    assert StoreLayout.of(tmp_path / "labelled").profile_name == "wikidata"
+
+
+def test_stopped_after_some_pages_and_resumed_gives_the_same_memory(kg, tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    srv, _, reference = kg
+    store = tmp_path / "resumed"
+    args = ["ingest", "--endpoint", srv.url, "--store", store, "--profile", "generic", "--lang", "en,de",
+            "--page-size", "7", "--max-pages", "9"]
+    runs = 0
+    while True:
+        code, out, err = run_cli(*args)
+        assert code == 0, err
+        runs += 1
+        if "label-memory rows" in out:
+            break
+        assert "run the same command again to resume" in out and runs < 40
+    assert runs > 3 and ("resumed" in out)
+    assert _rows(store, with_rowid=True) == _rows(reference, with_rowid=True)
+    code, _, err = run_cli(*args)  # a complete store is not rebuilt by accident
+    assert code == 2 and "--replace" in err
+
+
+def test_killed_mid_run_and_resumed_gives_the_same_memory(kg, tmp_path: Path) -> None:  # noqa: ANN001
+    srv, _, reference = kg
+    store = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "kbqa.cli", "ingest", "--endpoint", str(srv.url), "--store", str(store),
+           "--profile", "generic", "--lang", "en,de", "--page-size", "7", "--no-progress"]
+    env = {**os.environ, "KBQA_ENDPOINT_RATE": "25"}  # ~40 ms a page: time to kill it in the middle
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    progress = StoreLayout.of(store).endpoint_building / "labels.sqlite"
+    pages = 0
+    deadline = time.monotonic() + 60
+    while pages < 12 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        try:
+            con = sqlite3.connect(f"file:{progress}?mode=ro", uri=True)
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (PROGRESS_KEY,)).fetchone()
+            con.close()
+            pages = json.loads(row[0])["pages"] if row else 0
+        except sqlite3.Error:
+            pass
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and pages >= 12, pages
+    assert not StoreLayout.of(store).exists()
+    done = subprocess.run(cmd, env={**os.environ}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "resumed" in done.stdout
+    assert _rows(store, with_rowid=True) == _rows(reference, with_rowid=True)
+
+
+def test_refusals_and_an_unreachable_endpoint(kg, tmp_path: Path) -> None:  # noqa: ANN001
+    srv, root, reference = kg
+    store = tmp_path / "s"
+    with pytest.raises(EndpointError, match="not reachable"):
+        ingest_endpoint(closed_port_url(), store, profile="generic", progress=False,
+                        endpoint_options={"retries": 0})
+    assert not StoreLayout.of(store).exists()
+    ingest_endpoint(srv.url, store, profile="generic", languages=("en",), page_size=7, max_pages=2, progress=False)
+    with pytest.raises(IngestError, match="interrupted ingestion with other settings"):
+        ingest_endpoint(srv.url, store, profile="generic", languages=("en", "de"), progress=False)
+    report = ingest_endpoint(srv.url, store, profile="generic", languages=("en", "de"), page_size=7, replace=True,
+                             progress=False)
+    assert report.complete and not report.resumed
+    assert _rows(store, with_rowid=True) == _rows(reference, with_rowid=True)
+    with pytest.raises(IngestError, match="dump sources need a local store"):
+        ingest([root / "kg.nt"], store, append=True, progress=False)
+    with pytest.raises(IngestError, match="already holds a local store"):
+        ingest_endpoint(srv.url, root / "dump", profile="generic", progress=False)
