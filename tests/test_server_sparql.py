@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 import rdflib
-from server_harness import LiveServer
+from server_harness import LiveServer, SchemaChecker
 from SPARQLWrapper import CSV, JSON, POST, POSTDIRECTLY, TSV, TURTLE, XML, SPARQLWrapper
 
 from kbqa.server import ServerSettings, create_app
@@ -131,6 +131,8 @@ def test_sparqlwrapper_update_is_refused(endpoint: str) -> None:
 def test_bad_queries_are_json_errors(endpoint: str, query: str, status: int, words: str) -> None:
     res = httpx.get(endpoint, params={"query": query}, timeout=30)
     assert res.status_code == status and res.json()["error"]["stage"] == "execute"
+    spec = httpx.get(endpoint.removesuffix("/sparql") + "/openapi.json").json()
+    SchemaChecker(spec).check("/sparql", "GET", status, res.json())  # the documented error shape
     assert words in res.json()["error"]["message"]
     assert httpx.get(endpoint, params={"query": "ASK { ?s ?p ?o }"}).json()["boolean"] is True  # still serving
 
