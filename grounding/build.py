@@ -17,6 +17,7 @@ import numpy as np
 from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder, row_texts
 from grounding.lexical_index import LexicalIndex
 from grounding.vector_index import KINDS, VectorIndex
+from grounding.vector_shards import SHARDS_DIR, ShardedVectorIndex, load_vectors
 from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import store_lock
 from kb_dumps.label_memory import LabelMemory, LabelRow
@@ -88,7 +89,8 @@ def _chunks(rows: Iterator[LabelRow], size: int) -> Iterator[list[LabelRow]]:
         yield chunk
 
 
-def embed_rows(vi: VectorIndex, rows: list[LabelRow], embedder: Embedder, batch_size: int = 64) -> int:
+def embed_rows(vi: VectorIndex | ShardedVectorIndex, rows: list[LabelRow], embedder: Embedder,
+               batch_size: int = 64) -> int:
     """Embed `label: description` and each `alias: description` of some rows into the vector index."""
     texts: list[str] = []
     rowids: list[int] = []
@@ -129,25 +131,31 @@ def _swap_in(tmp: Path, final: Path) -> None:
 
 def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: bool = False, batch_size: int = 64,
                 chunk_rows: int = 4096, progress: bool | None = None,
-                on_chunk: Callable[[int], None] | None = None) -> IndexStats:
+                on_chunk: Callable[[int], None] | None = None, shard_rows: int | None = None) -> IndexStats:
     """Build `<store>/index/`, or bring it up to date: rows whose generation is newer than the index's
-    are re-embedded (their old vectors marked deleted); the lexical index is rebuilt (it is cheap)."""
+    are re-embedded (their old vectors marked deleted); the lexical index is rebuilt (it is cheap).
+
+    `shard_rows`: split the vectors into shards of that many rows (grounding/vector_shards.py); 0 = one
+    index; None = as the existing index is (a change rebuilds)."""
     open_memory(store_dir).close()  # a clear error for a missing store before any lock file is made
     # the writer lock: `ingest --append` copies the index into its new version and must not see half of it
     with store_lock(StoreLayout.of(store_dir).root):
-        return _build(store_dir, model or DEFAULT_MODEL, rebuild, batch_size, chunk_rows, progress, on_chunk)
+        return _build(store_dir, model or DEFAULT_MODEL, rebuild, batch_size, chunk_rows, progress, on_chunk,
+                      shard_rows)
 
 
 def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, chunk_rows: int,
-           progress: bool | None, on_chunk: Callable[[int], None] | None) -> IndexStats:
+           progress: bool | None, on_chunk: Callable[[int], None] | None, shard_rows: int | None) -> IndexStats:
     t0 = time.perf_counter()
     folder = index_dir(store_dir)
     memory = open_memory(store_dir)
     try:
         meta = read_meta(store_dir)
         mem_gen = memory.generation
+        sharded_now = int((meta or {}).get("shard_rows") or 0)
+        shards = sharded_now if shard_rows is None else shard_rows
         fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or meta.get("model") != model
-                 or not VectorIndex.exists(folder))
+                 or not VectorIndex.exists(folder) or shards != sharded_now)
         if meta is not None and not rebuild and meta.get("model") != model:
             log.warning("the index was built with %s; rebuilding it with %s", meta.get("model"), model)
         since = -1 if fresh else int(meta["generation"])  # type: ignore[index]
@@ -157,7 +165,11 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, ch
                               int(meta.get("vectors", 0)), 0, 0, False, time.perf_counter() - t0, 0.0,  # type: ignore[union-attr]
                               _peak_mb())
         embedder = get_embedder(model)
-        vi = VectorIndex(dim=embedder.dim) if fresh else VectorIndex.load(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            vi = ShardedVectorIndex.start(folder, embedder.dim, shards) if shards else VectorIndex(dim=embedder.dim)
+        else:  # shards load one at a time: an update never holds the whole index
+            vi = load_vectors(folder, resident=False)
         embedded_texts = 0
         with _progress(total, progress, "embedding") as bar:
             for chunk in _chunks(memory.iter_rows(since), chunk_rows):
@@ -175,9 +187,11 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, ch
         lex.save(tmp)
         _swap_in(tmp, folder / "lexical")
         vi.save(folder)
+        _remove_other_layout(folder, sharded=bool(shards))
         vectors = sum(s.live for s in vi.state.values())
         new_meta = {"format": INDEX_FORMAT, "model": model, "dim": vi.dim, "generation": mem_gen,
-                    "rows": len(memory), "names": len(lex), "vectors": vectors, "built_at": time.time()}
+                    "rows": len(memory), "names": len(lex), "vectors": vectors, "shard_rows": shards,
+                    "built_at": time.time()}
         tmp_meta = folder / "meta.json.tmp"
         tmp_meta.write_text(json.dumps(new_meta, indent=1), encoding="utf-8")
         tmp_meta.replace(folder / "meta.json")  # written last: an interrupted build is redone next time
@@ -186,6 +200,15 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, ch
                           fresh, secs, total / secs if secs else 0.0, _peak_mb())
     finally:
         memory.close()
+
+
+def _remove_other_layout(folder: Path, sharded: bool) -> None:
+    """After a switch between one index and shards, the files of the other layout are stale."""
+    if sharded:
+        for p in [*folder.glob("vectors-*.hnsw"), folder / "alias_rowids.npy", folder / "alias_kinds.npy"]:
+            p.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
 
 
 def _peak_mb() -> float:

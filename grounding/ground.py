@@ -16,7 +16,7 @@ from grounding.context import check_context, confirmed_ids
 from grounding.embedder import Embedder, get_embedder, query_text
 from grounding.lexical_index import LexicalIndex
 from grounding.text import best_similarity, normalize
-from grounding.vector_index import VectorIndex
+from grounding.vector_shards import load_vectors
 from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelRow
 from kb_dumps.layout import StoreLayout
@@ -50,7 +50,7 @@ class Grounder:
 
     def __init__(self, store_dir: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
                  profile: str | KBProfile | None = None, model: str | None = None, build_missing: bool = False,
-                 embedder: Embedder | None = None, store: Any = None):
+                 embedder: Embedder | None = None, store: Any = None, resident_shards: bool = True):
         self.store_dir = Path(store_dir)
         meta = read_meta(self.store_dir)
         if meta is None:
@@ -71,7 +71,8 @@ class Grounder:
                         self.store_dir, self.store_dir)
         folder = index_dir(self.store_dir)
         self.lexical = LexicalIndex.load(folder / "lexical")
-        self.vectors = VectorIndex.load(folder)
+        # a sharded index (kbqa index --shard-rows) with resident_shards=False keeps one shard in memory
+        self.vectors = load_vectors(folder, resident=resident_shards)
         self._embedder = embedder
         self.profile = get_profile(profile) if profile else self._profile_from_store()
         self._store = store

@@ -10,7 +10,8 @@ from kbqa.commands.common import add_format_flag, add_store_flag, print_json, re
 EXAMPLE = """examples:
   kbqa index                                   index the default store (incremental)
   kbqa index --store kb/ --rebuild             re-embed every row from scratch
-  kbqa index --store kb/ --format json         print what was done as JSON"""
+  kbqa index --store kb/ --format json         print what was done as JSON
+  kbqa index --store kb/ --shard-rows 1000000  vectors in shards of 1M rows (large KBs; grounding/README.md)"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,6 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--model", default=None, help="sentence-transformers model name or folder "
                                                  "(default: setting KBQA_EMBEDDING_MODEL)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch (default 64)")
+    p.add_argument("--shard-rows", type=int, default=None, metavar="N",
+                   help="split the vectors into hnswlib shards of N label-memory rows, searched together, so that "
+                        "building and (optionally) searching never hold the whole index; 0 = one index; default: "
+                        "as the existing index (a change rebuilds)")
     add_format_flag(p)
     return p
 
@@ -36,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     settings = get_settings()
     store = resolve_store(args.store)
     stats = build_index(store, model=args.model or settings.embedding_model, rebuild=args.rebuild,
-                        batch_size=args.batch_size)
+                        batch_size=args.batch_size, shard_rows=args.shard_rows)
     if args.format == "json":
         print_json(stats.to_dict())
     elif stats.embedded_rows == 0 and not stats.rebuilt:
