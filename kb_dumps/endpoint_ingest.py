@@ -57,7 +57,7 @@ class EndpointIngestReport:
 
 
 def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = None,
-                    languages: tuple[str, ...] = ("en",), dialect: str | None = None, page_size: int = 10_000,
+                    languages: tuple[str, ...] = ("en",), dialect: str | None = None, page_size: int = 50_000,
                     id_batch: int = 500, all_ids: bool = False, replace: bool = False, restart: bool = False,
                     max_pages: int | None = None, timeout_s: float = 300.0, progress: bool | None = None,
                     wait: bool = False, endpoint_options: dict[str, Any] | None = None) -> EndpointIngestReport:
