@@ -21,12 +21,34 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from grounding.vector_index import VectorHit, VectorIndex, _KindState
 
 SHARDS_DIR = "shards"
+
+
+class VectorBackend(Protocol):
+    """What grounding needs from a vector index: `VectorIndex` (one hnswlib index per kind),
+    `ShardedVectorIndex`, or an adapter to a vector database (grounding/README.md "Vector database")."""
+
+    dim: int
+
+    @property
+    def state(self) -> dict[str, _KindState]: ...  # live vectors per kind
+
+    def add(self, kind: str, rowids: np.ndarray, vectors: np.ndarray, is_alias: np.ndarray) -> None: ...
+
+    def remove_rows(self, rowids: np.ndarray) -> None: ...
+
+    def search(self, vector: np.ndarray, k: int, kind: str | None = None,
+               ef: int | None = None) -> list[VectorHit]: ...
+
+    def similarities(self, vector: np.ndarray, rows: dict[int, str]) -> dict[int, float]: ...
+
+    def save(self, folder: Path) -> None: ...
 
 
 class ShardedVectorIndex:
@@ -158,8 +180,9 @@ class ShardedVectorIndex:
         return ShardedVectorIndex(dim, shard_rows, Path(folder), resident)
 
 
-def load_vectors(folder: Path, resident: bool = True) -> VectorIndex | ShardedVectorIndex:
-    """The vector index saved in `folder`, sharded or not (`resident` applies to a sharded one)."""
+def load_vectors(folder: Path, resident: bool = True) -> VectorBackend:
+    """The vector index saved in `folder`, sharded or not (`resident` applies to a sharded one). The one
+    place that chooses a backend from `vectors.json`: a vector-database adapter is dispatched here."""
     meta = json.loads((Path(folder) / "vectors.json").read_text(encoding="utf-8"))
     if "shards" in meta:
         return ShardedVectorIndex.load(folder, resident)
