@@ -80,7 +80,9 @@ def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = N
         if unknown:
             raise IngestError(f"unknown endpoint query names {sorted(unknown)}; phases: {', '.join(PHASES)}",
                               stage="usage")
-        settings = {"endpoint": endpoint, "dialect": sparql.dialect.name, "profile": profile or prof.name,
+        # a JSON profile is recorded by its absolute path, so that the store directory finds it again
+        named = str(Path(profile).resolve()) if profile and profile.endswith(".json") else (profile or prof.name)
+        settings = {"endpoint": endpoint, "dialect": sparql.dialect.name, "profile": named,
                     "languages": list(languages), "all_ids": all_ids,
                     "queries": hashlib.sha256(json.dumps(queries, sort_keys=True).encode()).hexdigest()}
         run = _Run(root, sparql, prof, queries, languages, settings, page_size, id_batch, all_ids, progress)
@@ -112,7 +114,10 @@ class _Run:
         self.root, self.sparql, self.profile, self.queries = root, sparql, profile, queries
         self.languages, self.settings = languages, settings
         self.page_size, self.id_batch = page_size, id_batch
-        self.values = profile_values(profile, languages)
+        try:
+            self.values = profile_values(profile, languages)
+        except ValueError as e:
+            raise IngestError(f"the profile cannot be written into a query: {e}", stage="usage") from None
         self.phases = [p for p in PHASES if p != "ids" or all_ids or profile.labels_from_local_names]
         if not self.values["kind_types"]:
             self.phases.remove("typed")
@@ -203,7 +208,10 @@ class _Run:
         self.phase_stats[phase] = {"pages": self.pages - pages0, "rows": self.rows - rows0, "seconds": round(secs, 3)}
 
     def _query(self, phase: str, values: dict[str, str], cap: int) -> list[list[dict | None]]:
-        text = render(template(self.queries, phase, self.sparql.dialect.name), {**self.values, **values})
+        try:
+            text = render(template(self.queries, phase, self.sparql.dialect.name), {**self.values, **values})
+        except ValueError as e:
+            raise IngestError(f"the {phase} query: {e}", stage="usage") from None
         try:
             return self.sparql.query(text, row_cap=cap).rows
         except KBQAError as e:

@@ -169,3 +169,22 @@ def test_refusals_and_an_unreachable_endpoint(kg, tmp_path: Path) -> None:  # no
         ingest([root / "kg.nt"], store, append=True, progress=False)
     with pytest.raises(IngestError, match="already holds a local store"):
         ingest_endpoint(srv.url, root / "dump", profile="generic", progress=False)
+
+
+def test_profile_file_overrides_a_query_and_declares_prefixes(kg, tmp_path: Path) -> None:  # noqa: ANN001
+    srv, _, reference = kg
+    profile = tmp_path / "kg.json"
+    outgoing = ("SELECT ?id (COUNT(*) AS ?n) WHERE { VALUES ?id { {{ids}} } ?id ?p ?o "
+                "FILTER(" + "!(isLiteral(?o) && ?p IN ({{text_predicate_list}}))) } GROUP BY ?id")
+    profile.write_text(json.dumps({"name": "kg", "prefixes": {"kg": "http://kg.example.org/"},
+                                   "endpoint_queries": {"popularity": outgoing}}), encoding="utf-8")
+    report = ingest_endpoint(srv.url, tmp_path / "s", profile=str(profile), languages=("en", "de"), progress=False)
+    assert report.complete
+    got, ref = _rows(tmp_path / "s"), _rows(reference)
+    assert set(got) == set(ref)
+    city = "http://kg.example.org/cityNumber1"  # only ever an object: no outgoing statement
+    assert got[city][4] == 0 and ref[city][4] > 0
+    assert StoreLayout.of(tmp_path / "s").profile_name == str(profile.resolve())
+    profile.write_text(json.dumps({"endpoint_queries": {"texts": "SELECT ?key WHERE { {{nope}} }"}}))
+    with pytest.raises(IngestError, match="unknown placeholder"):
+        ingest_endpoint(srv.url, tmp_path / "t", profile=str(profile), progress=False)
