@@ -17,7 +17,7 @@ from kbqa.commands.common import (
 
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
-  kbqa ask "..." --backend openai --endpoint http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
+  kbqa ask "..." --backend openai --model-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
   kbqa ask "..." --backend replay --replay outputs.jsonl --id q17"""
 
 
@@ -25,14 +25,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparser(subparsers, "ask", "answer a question: translate, compile, run", EXAMPLE)
     p.add_argument("question", help="the question, in words")
     add_store_flag(p)
-    add_endpoint_flags(p, ("--sparql-endpoint",))  # --endpoint is the model server's URL here
+    add_endpoint_flags(p)
     p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
                    help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
     p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq", help="the language the translator writes")
     p.add_argument("--model", default=None,
                    help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
                         "or the server's model name (openai)")
-    p.add_argument("--endpoint", default=None, help="OpenAI-compatible server URL (…/v1)")
+    p.add_argument("--model-url", default=None, metavar="URL",
+                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
     p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from kbqa.pipeline import Engine
 
     settings = get_settings()
-    msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.endpoint,
+    msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
                                    replay_path=args.replay)
     store, sparql_endpoint = store_target(args)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s

@@ -19,7 +19,7 @@ def add_store_flag(p: argparse.ArgumentParser) -> None:
 
 def add_endpoint_flags(p: argparse.ArgumentParser, flags: tuple[str, ...] = ("--endpoint", "--sparql-endpoint")) -> None:
     """`--endpoint URL`: queries go to a remote SPARQL endpoint instead of the store's pyoxigraph data.
-    (`kbqa ask` keeps `--endpoint` for its model server and takes `--sparql-endpoint` only.)"""
+    (A model server's URL is `--model-url`, never `--endpoint`.)"""
     p.add_argument(*flags, dest="sparql_endpoint", default=None, metavar="URL",
                    help="SPARQL endpoint to run queries on (QLever, Virtuoso, Blazegraph, Oxigraph server, WDQS); "
                         "labels and the grounding index still come from --store when given, which a remote store "

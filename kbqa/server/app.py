@@ -58,7 +58,8 @@ def default_engine_factory(settings: ServerSettings) -> Callable[[], Any]:
     from kbqa.pipeline import Engine
 
     return lambda: Engine(settings.store, timeout_s=settings.query_timeout_s, row_cap=settings.row_cap,
-                          repair_rounds=settings.repair_rounds)
+                          repair_rounds=settings.repair_rounds, endpoint=settings.sparql_endpoint,
+                          endpoint_dialect=settings.endpoint_dialect)
 
 
 def default_translator_factory(settings: ServerSettings) -> Callable[[Any], Translator]:
@@ -67,7 +68,7 @@ def default_translator_factory(settings: ServerSettings) -> Callable[[Any], Tran
     from kbqa.models.settings import get_model_settings
 
     def make(engine: Any) -> Translator:
-        msettings = get_model_settings(backend=settings.backend, model=settings.model, endpoint=settings.endpoint,
+        msettings = get_model_settings(backend=settings.backend, model=settings.model, endpoint=settings.model_url,
                                        replay_path=settings.replay_path, timeout_s=settings.model_timeout_s)
         if engine.store_dir is None and msettings.backend == "cases":
             raise TranslateError("the cases translator needs a store (its case bank): start the server with "
@@ -101,10 +102,11 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         state.engines = EnginePool(settings.engines, make_engine, make_translator, settings.model_timeout_s)
         await state.engines.start()
         engine = state.engines.workers[0].engine
-        if getattr(engine, "store_dir", None) is not None:
+        if getattr(engine, "store_dir", None) is not None or settings.sparql_endpoint:
             state.profile = engine.profile
             state.store_pool = StorePool(engine.store_dir, settings.sparql_workers, settings.query_timeout_s,
-                                         settings.row_cap)
+                                         settings.row_cap, endpoint=settings.sparql_endpoint,
+                                         dialect=settings.endpoint_dialect)
             await state.store_pool.warm()
         log.info("kbqa server ready: store %s, %d engine(s)", settings.store, len(state.engines.workers))
         try:

@@ -116,12 +116,15 @@ class EnginePool:
 
 
 class StorePool:
-    """`n` LocalStores over one store directory for /sparql (each query runs in a worker process)."""
+    """`n` stores for /sparql: LocalStores over one store directory (each query runs in a worker process), or
+    EndpointStores when queries go to a remote SPARQL endpoint (given, or named by a remote store directory)."""
 
-    def __init__(self, store_dir: Path, n: int, timeout_s: float, row_cap: int):
-        from kb_dumps.store import LocalStore
+    def __init__(self, store_dir: Path | None, n: int, timeout_s: float, row_cap: int, *, endpoint: str | None = None,
+                 dialect: str | None = None):
+        from kb_dumps.store import open_store
 
-        self.stores = [LocalStore(store_dir, timeout_s=timeout_s, row_cap=row_cap) for _ in range(max(1, n))]
+        self.stores = [open_store(store_dir, endpoint=endpoint, timeout_s=timeout_s, row_cap=row_cap, dialect=dialect)
+                       for _ in range(max(1, n))]
         self._free: asyncio.Queue[Any] = asyncio.Queue()
         for s in self.stores:
             self._free.put_nowait(s)
@@ -140,7 +143,8 @@ class StorePool:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(None, store.query, query)
         future.add_done_callback(lambda _: self._free.put_nowait(store))
-        # LocalStore.query is bounded by its own deadline (the worker is killed at it)
+        # LocalStore.query is bounded by its own deadline (the worker is killed at it), EndpointStore.query by its
+        # client-side deadline
         return await asyncio.shield(future)
 
     def close(self) -> None:

@@ -20,7 +20,11 @@ class ServerSettings(BaseSettings):
     # Translator of /v1/ask and /v1/generate (same names as `kbqa ask`): cases | replay | openai | llama-cpp | hf.
     backend: str | None = None
     model: str | None = None
-    endpoint: str | None = None  # OpenAI-compatible server URL (…/v1)
+    model_url: str | None = None  # OpenAI-compatible model server URL (…/v1) of the openai backend
+    # A remote SPARQL endpoint that queries (the engine's and /sparql's) go to instead of the store's own data;
+    # a remote store directory (`kbqa ingest --endpoint URL --store DIR`) names its endpoint by itself.
+    sparql_endpoint: str | None = None
+    endpoint_dialect: str | None = None
     replay_path: Path | None = None
 
     # Engines, each owned by one thread (the Engine is not thread-safe): /v1/* requests run on a free one.
