@@ -90,17 +90,24 @@ class RecordingTranslator(Translator):
         self.name = getattr(inner, "name", "replay")
         self.frontends = FRONTENDS
         self.recorded = list(recorded or [])
+        self._used: set[int] = set()
         self.calls: list[dict] = []
 
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None,
                   previous: str | None = None, errors: list[str] | None = None) -> TranslationResult:
-        if self.inner is None:  # replay: the same calls come in the same order (the pipeline is deterministic)
-            if len(self.calls) >= len(self.recorded):
-                raise KBQAError("the replay has no more recorded calls for this question", stage="translate")
-            rec = self.recorded[len(self.calls)]
-            if rec["question"] != question or rec["frontend"] != frontend:
-                raise KBQAError(f"replay out of step: recorded {rec['frontend']}:{rec['question']!r}, asked "
-                                f"{frontend}:{question!r}", stage="translate")
+        if self.inner is None:
+            # replay: the next unused recorded call for the same text, front-end and kind (first output or
+            # repair); independent QCompiler leaves are translated concurrently, so calls to different
+            # leaves may come in another order than recorded, but each leaf's own calls keep theirs
+            repair = previous is not None
+            for i, rec in enumerate(self.recorded):
+                if (i not in self._used and rec["question"] == question and rec["frontend"] == frontend
+                        and bool(rec.get("repair")) == repair):
+                    self._used.add(i)
+                    break
+            else:
+                raise KBQAError(f"the replay has no recorded {'repair' if repair else 'call'} for {frontend}:"
+                                f"{question!r}", stage="translate")
             self.calls.append(rec)
             if rec.get("error"):
                 raise KBQAError(rec["error"], stage="translate")
@@ -171,12 +178,12 @@ def summarize(rows: list[dict]) -> dict:
         ans = [r["answer_f1"] for r in rs if "answer_f1" in r]
         mean = (lambda key, rs=rs: sum(r[key] for r in rs) / len(rs))  # noqa: E731
         out[fe] = {"questions": len(rs), "query_f1": mean("query_f1"), "exact": mean("exact"),
-                   "ok": sum(r["status"] in ("ok", "empty") for r in rs) / len(rs),
+                   "ran": sum(r["status"] in ("ok", "empty") for r in rs) / len(rs),  # a query was run
                    "answer_f1": (sum(ans) / len(ans)) if ans else None, "answerable": len(ans),
                    "calls_mean": mean("calls"), "tokens_in_mean": mean("tokens_in"),
                    "tokens_out_mean": mean("tokens_out"), "repair_rounds_mean": mean("repair_rounds"),
                    "s_per_question_median": statistics.median(r["model_seconds"] for r in rs),
-                   "failed_stage": {s: sum(r["failed_stage"] == s for r in rs)
+                   "failed_stage": {s: sum(str(r["failed_stage"]) == s for r in rs)
                                     for s in sorted({str(r["failed_stage"]) for r in rs})}}
     return out
 
