@@ -18,7 +18,8 @@ from kbqa.commands.common import (
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
   kbqa ask "..." --backend openai --model-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
-  kbqa ask "..." --backend replay --replay outputs.jsonl --id q17"""
+  kbqa ask "..." --backend replay --replay outputs.jsonl --id q17
+  kbqa ask "..." --server http://127.0.0.1:8000     ask a running `kbqa serve` (no model loading here)"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -39,6 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
     p.add_argument("--repair-rounds", type=int, default=2, metavar="N",
                    help="times a failed model output goes back to the model with its errors (default 2)")
+    p.add_argument("--server", default=None, metavar="URL",
+                   help="ask a running `kbqa serve` at URL instead of loading the store and models in this process "
+                        "(its store and translator answer; --store/--backend/--model do not apply)")
     p.add_argument("--explain", action="store_true", help="also print the translator's parts and the Plan")
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                    help="also print the translator's text and what it was based on")
@@ -47,6 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server:
+        return run_remote(args)
     from kbqa.commands.compile import _print_text
     from kbqa.config import get_settings
     from kbqa.models.ask import ask
@@ -78,6 +84,54 @@ def run(args: argparse.Namespace) -> int:
 
                 print_explain(result)
             _print_text(result, engine)
+    for err in result.errors:
+        print(f"error: {err}", file=sys.stderr)
+    return result.exit_code
+
+
+def run_remote(args: argparse.Namespace) -> int:
+    """`--server URL`: POST the question to a running `kbqa serve` and print its Result as a local run would.
+    A fresh `kbqa ask` process spends seconds importing torch and loading the embedding model and index; a
+    server has them loaded, so this answers in a fraction of a second."""
+    from types import SimpleNamespace
+
+    from kb_dumps.errors import KBQAError
+    from kb_dumps.profiles import get_profile
+    from kbqa.commands.compile import _print_text
+    from kbqa.pipeline import Result
+    from kbqa.server.client import ServerClient
+
+    local_only = [flag for flag, value in (("--store", args.store), ("--backend", args.backend),
+                                           ("--model", args.model), ("--model-url", args.model_url),
+                                           ("--replay", args.replay), ("--endpoint", args.sparql_endpoint))
+                  if value is not None]
+    if local_only:
+        raise KBQAError(f"{', '.join(local_only)} cannot be combined with --server: the server's own store and "
+                        "translator answer (set them when starting `kbqa serve`)", stage="usage")
+    client = ServerClient(args.server, timeout_s=args.timeout or 120.0)
+    health = client.health()
+    try:
+        result = Result.from_dict(client.ask(args.question, args.frontend))
+    except KBQAError as e:
+        if e.info.stage == "usage":  # no server, or not a kbqa server: nothing was asked
+            raise
+        # the server refused or failed the question (e.g. 502 at translate): the same Result a local run gives
+        result = Result(question=args.question, frontend=args.frontend, status="error", failed_stage=e.info.stage,
+                        errors=[e.info])
+    if args.format == "json":
+        print_json(result.to_dict())
+    else:
+        if getattr(args, "verbose", 0) and result.text:
+            print(result.text)
+        if args.explain:
+            from kbqa.commands.compile import print_explain
+
+            print_explain(result)
+        try:
+            profile = get_profile(health.get("profile") or "generic")
+        except KBQAError:  # a JSON profile of the server's machine: IRIs are printed in full
+            profile = get_profile("generic")
+        _print_text(result, SimpleNamespace(profile=profile))
     for err in result.errors:
         print(f"error: {err}", file=sys.stderr)
     return result.exit_code

@@ -202,6 +202,7 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         engines = state.engines
         body = {"status": "draining" if state.gate.draining else "ok",
                 "store": str(settings.store) if settings.store else None,
+                "profile": state.profile.name if state.profile is not None else None,
                 "engines": len(engines.workers) if engines else 0, "engines_busy": engines.busy if engines else 0,
                 "sparql_workers": len(state.store_pool.stores) if state.store_pool else 0,
                 "inflight": state.gate.inflight, "max_inflight": state.gate.max_inflight}

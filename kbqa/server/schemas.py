@@ -164,6 +164,7 @@ class GroundingResponse(BaseModel):
 class Health(BaseModel):
     status: str = Field(description="ok | draining")
     store: str | None
+    profile: str | None = Field(default=None, description="the KB profile (wikidata, freebase, generic, …)")
     engines: int
     engines_busy: int
     sparql_workers: int
