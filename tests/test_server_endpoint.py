@@ -73,3 +73,16 @@ def test_sparql_route_forwards_reads_and_refuses_updates(served) -> None:  # noq
     assert err.value.code == 403
     assert json.loads(err.value.read())["error"]["stage"] == "execute"
     assert oxi.proc is not None and oxi.proc.poll() is None  # the endpoint server is still up
+
+
+def test_a_down_endpoint_is_a_gateway_error_and_the_server_still_starts(wikidata_mini_store: Path) -> None:
+    from endpoint_servers import closed_port_url
+
+    settings = ServerSettings(store=wikidata_mini_store, sparql_endpoint=closed_port_url(), sparql_workers=1)
+    with LiveServer(create_app(settings)) as live:
+        req = urllib.request.Request(live.url + "/sparql?" + urllib.parse.urlencode({"query": "ASK { ?s ?p ?o }"}))
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=60)  # noqa: S310 - loopback
+        assert err.value.code == 502
+        body = json.loads(err.value.read())["error"]
+        assert body["stage"] == "execute" and "not reachable" in body["message"], body

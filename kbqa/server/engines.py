@@ -132,7 +132,13 @@ class StorePool:
     async def warm(self) -> None:
         """Start the worker processes now rather than on the first query (a start takes about a second)."""
         loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(None, s.query, "ASK {}") for s in self.stores))
+        results = await asyncio.gather(*(loop.run_in_executor(None, s.query, "ASK {}") for s in self.stores),
+                                       return_exceptions=True)
+        for r in results:  # a remote endpoint that is down now may be up later: report it, keep serving
+            if isinstance(r, KBQAError):
+                log.warning("the store did not answer at startup: %s", r.info)
+            elif isinstance(r, BaseException):
+                raise r
 
     async def query(self, query: str, queue_timeout_s: float) -> Any:
         try:

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from kb_dumps.errors import QueryError, StoreError
+from kb_dumps.errors import EndpointError, QueryError, StoreError
 from kb_dumps.store import QueryResult, Term, check_query_text
 from kbqa.server.errors import ServerError
 from kbqa.server.schemas import ErrorResponse
@@ -159,7 +159,8 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     **{code: {"model": ErrorResponse, "description": why} for code, why in (
         (400, "malformed query, SERVICE, or a missing query"), (403, "an update (the endpoint is read-only)"),
         (406, "no acceptable result format"), (413, "the body is too large"), (415, "unsupported content type"),
-        (429, "too many requests in flight"), (503, "query workers busy or store failure"),
+        (429, "too many requests in flight"), (502, "the remote SPARQL endpoint behind the server failed"),
+        (503, "query workers busy or store failure"),
         (504, "the query ran past its time budget"))}}
 
 
@@ -177,6 +178,11 @@ async def sparql(request: Request) -> Response:
     fmt = (params.get("format") or params.get("output") or [None])[0]
     try:
         res = await state.store_pool.query(query, state.settings.queue_timeout_s)
+    except EndpointError as e:
+        # the remote endpoint behind this server failed (down, HTTP error, garbage): a gateway error, not the
+        # client's query, unless the endpoint refused the query itself (HTTP 400)
+        status = 400 if e.status == 400 else (504 if e.timed_out else 502)
+        raise ServerError(status, e.info.message, "execute") from None
     except QueryError as e:
         raise ServerError(504 if e.timed_out else 400, e.info.message, "execute") from None
     except StoreError as e:
