@@ -108,7 +108,7 @@ def run_remote(args: argparse.Namespace) -> int:
     if local_only:
         raise KBQAError(f"{', '.join(local_only)} cannot be combined with --server: the server's own store and "
                         "translator answer (set them when starting `kbqa serve`)", stage="usage")
-    client = ServerClient(args.server, timeout_s=args.timeout or 120.0)
+    client = ServerClient(args.server, timeout_s=300.0)  # the server enforces its own request deadline
     health = client.health()
     try:
         result = Result.from_dict(client.ask(args.question, args.frontend))
