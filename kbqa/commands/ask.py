@@ -53,7 +53,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     if args.server:
         return run_remote(args)
-    from kbqa.commands.compile import _print_text
     from kbqa.config import get_settings
     from kbqa.models.ask import ask
     from kbqa.models.model_translator import make_translator
@@ -74,16 +73,25 @@ def run(args: argparse.Namespace) -> int:
             result = ask(engine, args.question, translator, args.frontend, qid=args.id)
         finally:
             translator.close()
-        if args.format == "json":
-            print_json(result.to_dict())
-        else:
-            if getattr(args, "verbose", 0) and result.text:
-                print(result.text)
-            if args.explain:
-                from kbqa.commands.compile import print_explain
+        return _report(result, args, engine.profile)
 
-                print_explain(result)
-            _print_text(result, engine)
+
+def _report(result, args: argparse.Namespace, profile) -> int:  # noqa: ANN001 - a pipeline.Result, a KBProfile
+    """Print a Result (JSON, or text with the answers' ids compacted by `profile`); the exit code."""
+    from types import SimpleNamespace
+
+    from kbqa.commands.compile import _print_text
+
+    if args.format == "json":
+        print_json(result.to_dict())
+    else:
+        if getattr(args, "verbose", 0) and result.text:
+            print(result.text)
+        if args.explain:
+            from kbqa.commands.compile import print_explain
+
+            print_explain(result)
+        _print_text(result, SimpleNamespace(profile=profile))
     for err in result.errors:
         print(f"error: {err}", file=sys.stderr)
     return result.exit_code
@@ -93,11 +101,8 @@ def run_remote(args: argparse.Namespace) -> int:
     """`--server URL`: POST the question to a running `kbqa serve` and print its Result as a local run would.
     A fresh `kbqa ask` process spends seconds importing torch and loading the embedding model and index; a
     server has them loaded, so this answers in a fraction of a second."""
-    from types import SimpleNamespace
-
     from kb_dumps.errors import KBQAError
     from kb_dumps.profiles import get_profile
-    from kbqa.commands.compile import _print_text
     from kbqa.pipeline import Result
     from kbqa.server.client import ServerClient
 
@@ -118,20 +123,8 @@ def run_remote(args: argparse.Namespace) -> int:
         # the server refused or failed the question (e.g. 502 at translate): the same Result a local run gives
         result = Result(question=args.question, frontend=args.frontend, status="error", failed_stage=e.info.stage,
                         errors=[e.info])
-    if args.format == "json":
-        print_json(result.to_dict())
-    else:
-        if getattr(args, "verbose", 0) and result.text:
-            print(result.text)
-        if args.explain:
-            from kbqa.commands.compile import print_explain
-
-            print_explain(result)
-        try:
-            profile = get_profile(health.get("profile") or "generic")
-        except KBQAError:  # a JSON profile of the server's machine: IRIs are printed in full
-            profile = get_profile("generic")
-        _print_text(result, SimpleNamespace(profile=profile))
-    for err in result.errors:
-        print(f"error: {err}", file=sys.stderr)
-    return result.exit_code
+    try:
+        profile = get_profile(health.get("profile") or "generic")
+    except KBQAError:  # a JSON profile of the server's machine: IRIs are printed in full
+        profile = get_profile("generic")
+    return _report(result, args, profile)
