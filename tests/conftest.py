@@ -65,3 +65,16 @@ def smollm2():
     backend = LlamaCppBackend(path, n_ctx=2048, n_threads=2)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Wikidata-shaped store from desq_real/assemble_kb.nt (Atlantis, Smallia, …) with its grounding index
+    (16 rows: fast). Read-only for the tests that share it."""
+    from grounding.build import build_index
+    from kb_dumps.ingest import ingest
+
+    root = tmp_path_factory.mktemp("tiny") / "tiny"
+    ingest([FIXTURES / "desq_real" / "assemble_kb.nt"], root, profile="wikidata", progress=False)
+    build_index(root, progress=False)
+    return root

@@ -16,11 +16,9 @@ from assembler.candidates import combinations
 from assembler.plan import IRI, Filter, Group, Literal, Query, Triple, Var
 from assembler.report import AssemblyResult
 from assembler.writer import escape_string, write_sparql
-from grounding.build import build_index
 from grounding.candidates import Candidate
 from grounding.embedder import get_embedder
 from grounding.ground import Grounder
-from kb_dumps.ingest import ingest
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.store import LocalStore
@@ -30,15 +28,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
-
-
-@pytest.fixture(scope="module")
-def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Wikidata-shaped store from assemble_kb.nt, with its grounding index (16 rows: fast)."""
-    root = tmp_path_factory.mktemp("assemble") / "tiny"
-    ingest([FIXTURES / "assemble_kb.nt"], root, profile="wikidata", progress=False)
-    build_index(root, progress=False)
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +47,8 @@ def plan_of(text: str) -> Query:
     return res.plan  # type: ignore[return-value]
 
 
-DESQ_CAPITAL = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country
-[capital] property | capital | seat of government of a country
-"""
+# The capital of Atlantis, the shared DeSQ example over assemble_kb.nt (the tiny store).
+DESQ_CAPITAL = (Path(__file__).parent / "fixtures" / "desq_real" / "capital_atlantis.desq").read_text(encoding="utf-8")
 
 
 def test_grounding_does_the_work_and_answers_have_labels(assembler: Assembler) -> None:

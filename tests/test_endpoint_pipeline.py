@@ -110,16 +110,8 @@ def test_remote_store_built_by_ingest_index_and_compile(run_cli, tmp_path: Path)
     assert code != 0 and "[execute]" in err and "not reachable" in err
 
 
-CAPITAL = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country
-[capital] property | capital | seat of government of a country
-"""
+# The capital of Atlantis, the shared DeSQ example over assemble_kb.nt (the tiny store).
+CAPITAL = (Path(__file__).parent / "fixtures" / "desq_real" / "capital_atlantis.desq").read_text(encoding="utf-8")
 
 
 def test_eval_on_the_endpoint_equals_the_local_store_and_moves_past_failures(run_cli, wikidata_mini_store: Path,

@@ -7,23 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from grounding.build import build_index
 from kb_dumps.errors import KBQAError, StoreError
-from kb_dumps.ingest import ingest
 from kbqa.pipeline import Engine, Result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 
-CAPITAL = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country
-[capital] property | capital | seat of government of a country
-"""
+# The capital of Atlantis, the shared DeSQ example over assemble_kb.nt (the tiny store).
+CAPITAL = (Path(__file__).parent / "fixtures" / "desq_real" / "capital_atlantis.desq").read_text(encoding="utf-8")
 
 NO_POPULATION = """ATOMIC CONSTRAINTS
 AC1: we need the population of the capital of Smallia
@@ -47,14 +37,6 @@ AC2 => ?var1 [unknown] ?var2 .
 GROUNDING
 [unused] entity | nothing | nothing
 """
-
-
-@pytest.fixture(scope="module")
-def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("engine") / "tiny"
-    ingest([FIXTURES / "assemble_kb.nt"], root, profile="wikidata", progress=False)
-    build_index(root, progress=False)
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -9,23 +9,13 @@ import httpx
 import pytest
 from server_harness import LiveServer, SchemaChecker
 
-from grounding.build import build_index
-from kb_dumps.ingest import ingest
 from kbqa.pipeline import Result
 from kbqa.server import ServerSettings, create_app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 QUESTION = "what is the capital of atlantis"
-CAPITAL = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country
-[capital] property | capital | seat of government of a country
-"""
+# The capital of Atlantis, the shared DeSQ example over assemble_kb.nt (the tiny store).
+CAPITAL = (Path(__file__).parent / "fixtures" / "desq_real" / "capital_atlantis.desq").read_text(encoding="utf-8")
 MALFORMED = """ATOMIC CONSTRAINTS
 AC1: we need something
 FRAGMENTS
@@ -34,14 +24,6 @@ AC2 => ?var1 [unknown] ?var2 .
 GROUNDING
 [unused] entity | nothing | nothing
 """
-
-
-@pytest.fixture(scope="module")
-def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("server") / "tiny"
-    ingest([FIXTURES / "assemble_kb.nt"], root, profile="wikidata", progress=False)
-    build_index(root, progress=False)
-    return root
 
 
 @pytest.fixture(scope="module")
