@@ -114,9 +114,9 @@ def pipeline(store: Path, remote: Path, rounds: int, sq: int) -> dict:
 
 def ask_bench(engines: dict, store: Path, remote: Path, n: int) -> dict:
     from eval.loaders import load, resolve_benchmark
-    from kbqa.models.casebank import question_key
-    from kbqa.models.model_translator import make_translator
-    from kbqa.models.settings import get_model_settings
+    from kbqa.translators.casebank import question_key
+    from kbqa.translators.model import make_translator
+    from kbqa.translators.settings import get_model_settings
 
     path, fmt, name = resolve_benchmark("simplequestions-valid")
     records = [r for r in load(path, fmt, dataset=name) if r.usable][:n]

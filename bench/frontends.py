@@ -38,8 +38,8 @@ from eval.loaders import load_benchmark  # noqa: E402
 from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
 from eval.query_metrics import normalise_query, score_query  # noqa: E402
 from kb_dumps.errors import KBQAError  # noqa: E402
-from kbqa.models.base import TranslationResult, Translator  # noqa: E402
-from kbqa.models.casebank import CaseBank, bank_dir, question_key  # noqa: E402
+from kbqa.translators.base import TranslationResult, Translator  # noqa: E402
+from kbqa.translators.casebank import CaseBank, bank_dir, question_key  # noqa: E402
 
 SETS = ("lcquad2-dev", "wwq-dev", "qald9plus-train")
 FRONTENDS = ("desq", "qcompiler", "pyrag")
@@ -132,8 +132,8 @@ class RecordingTranslator(Translator):
 
 
 def make_model_translator(args: argparse.Namespace, bank: CaseBank | None) -> Any:
-    from kbqa.models.llama_backend import LlamaCppBackend
-    from kbqa.models.model_translator import ModelTranslator
+    from kbqa.backends.llama_cpp import LlamaCppBackend
+    from kbqa.translators.model import ModelTranslator
 
     fixtures = json.loads(FIXTURES.read_text(encoding="utf-8"))["cases"]
     shots = {"qcompiler": [(c["question"], c["expression"]) for c in fixtures if c.get("expression")],

@@ -7,7 +7,7 @@ wikidata-mini sample (no index: guessed URIs checked against the label memory). 
 `--questions` questions of simplequestions-valid: their gold queries for /sparql, and for /v1/generate a
 scripted model, the `replay` backend, whose recorded outputs are `decompose(gold)` (DeSQ with guessed URIs).
 
-For each route: in-process calls (LocalStore.query, and ask() with execution off on an Engine) for
+For each route: in-process calls (LocalStore.query, and Engine.ask with execution off on an Engine) for
 `--baseline-seconds`, before and after the server runs; one HTTP client for the same time (the
 per-request cost of HTTP); then `--clients` concurrent clients for `--seconds`, repeated `--rounds`
 times with the server's memory (RSS of the server and its query workers) read after each round.
@@ -117,12 +117,10 @@ async def load(url: str, bodies: list[Any], route: str, clients: int, seconds: f
 
 
 def in_process(store: Path, replay: Path, queries: list[str], questions: list[str], seconds: float) -> dict:
-    """The same work without HTTP, one call at a time: LocalStore.query and ask() with execution off."""
+    """The same work without HTTP, one call at a time: LocalStore.query and Engine.ask with execution off."""
     from kb_dumps.store import LocalStore
-    from kbqa.models.ask import ask
-    from kbqa.models.replay import ReplayTranslator
     from kbqa.pipeline import Engine
-    from kbqa.server.app import GenerateOnly
+    from kbqa.translators.replay import ReplayTranslator
 
     out = {}
     with LocalStore(store) as ls:
@@ -135,15 +133,13 @@ def in_process(store: Path, replay: Path, queries: list[str], questions: list[st
             k += 1
         out["/sparql"] = summary(lat, sum(lat), {200: len(lat)}, 0)
     translator = ReplayTranslator(replay)
-    with Engine(store) as engine:
-        engine.translator = translator
-        gen = GenerateOnly(engine)
+    with Engine(store, translator=translator) as engine:
         for q in questions:  # warm: grounding index, embedding model, query worker
-            ask(gen, q, translator)
+            engine.ask(q, execute=False)
         lat, k, end = [], 0, time.perf_counter() + seconds
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            ask(gen, questions[k % len(questions)], translator)
+            engine.ask(questions[k % len(questions)], execute=False)
             lat.append(time.perf_counter() - t0)
             k += 1
         out["/v1/generate"] = summary(lat, sum(lat), {200: len(lat)}, 0)

@@ -34,9 +34,9 @@ from kb_dumps.errors import KBQAError  # noqa: E402
 from kb_dumps.layout import StoreLayout  # noqa: E402
 from kb_dumps.profiles import get_profile  # noqa: E402
 from kbqa.frontends.desq import parse_desq  # noqa: E402
-from kbqa.models.casebank import CaseBank  # noqa: E402
-from kbqa.models.casebank_build import DEFAULT_SETS, build_case_bank  # noqa: E402
-from kbqa.models.cases_translator import CasesTranslator  # noqa: E402
+from kbqa.translators.casebank import CaseBank  # noqa: E402
+from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank  # noqa: E402
+from kbqa.translators.cases import CasesTranslator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

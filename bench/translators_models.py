@@ -33,9 +33,9 @@ from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
 from eval.query_metrics import score_query  # noqa: E402
 from kb_dumps.errors import KBQAError  # noqa: E402
 from kbqa.frontends.desq import parse_desq  # noqa: E402
-from kbqa.models.casebank import CaseBank, bank_dir, question_key  # noqa: E402
-from kbqa.models.model_translator import ModelTranslator  # noqa: E402
-from kbqa.models.replay import ReplayTranslator  # noqa: E402
+from kbqa.translators.casebank import CaseBank, bank_dir, question_key  # noqa: E402
+from kbqa.translators.model import ModelTranslator  # noqa: E402
+from kbqa.translators.replay import ReplayTranslator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORED_SET = "simplequestions-valid"
@@ -53,12 +53,12 @@ class HeldOutTranslator(ModelTranslator):
 
 def make_model_translator(args: argparse.Namespace, bank: CaseBank | None) -> ModelTranslator:
     if args.backend == "llama-cpp":
-        from kbqa.models.llama_backend import LlamaCppBackend
+        from kbqa.backends.llama_cpp import LlamaCppBackend
 
         backend: Any = LlamaCppBackend(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
     else:
-        from kbqa.models.hf_backend import HFBackend
-        from kbqa.models.train import TRAIN_SYSTEM
+        from kbqa.backends.hf import HFBackend
+        from kbqa.training.train import TRAIN_SYSTEM
 
         # --train-layout: a base model gets the adapter's prompt (short system text, zero-shot) for a fair comparison
         backend = HFBackend(args.model, adapter=args.adapter, threads=args.threads,

@@ -32,6 +32,7 @@ from kb_dumps.errors import (
 )
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
+from kbqa.translators.base import TranslationResult
 
 
 def _parse_desq(text: str) -> Any:
@@ -255,22 +256,60 @@ class Engine:
 
         return lambda text: parse_pyrag(text, leaf, profile=self.profile, repair=repair, repair_rounds=rounds)
 
-    def ask(self, question: str, translator: Any = None, frontend: str = "desq", qid: str | None = None) -> Result:
-        """Question → front-end text (the translator: the case bank by default, see `kbqa.models.settings`)
-        → `compile`, with a `translate` step (timings, tokens) first and model repairs recorded."""
-        from kbqa.models.ask import ask
+    def ask(self, question: str, translator: Any = None, frontend: str = "desq", qid: str | None = None, *,
+            execute: bool = True) -> Result:
+        """Question → front-end text (the translator: the case bank by default, see `kbqa.translators.settings`)
+        → `compile` (run on the store, or with `execute=False` stopped after the generate check), with a
+        `translate` step (timings, tokens) first and model repairs recorded. Never raises for a failed
+        translation: the Result's first step is `translate`, failed with the reason."""
+        from kbqa.repair import compile_with_repair
 
         tr = translator or self.translator
         if tr is None and self.store_dir is None:
             raise KBQAError("asking needs a store (its case bank translates questions) or a translator: "
                             "Engine(store=DIR) or Engine(translator=…)", stage="translate")
         if tr is None:
-            from kbqa.models.model_translator import make_translator
-            from kbqa.models.settings import get_model_settings
+            from kbqa.translators.model import make_translator
+            from kbqa.translators.settings import get_model_settings
 
             tr = make_translator(get_model_settings(), self.store_dir, store=self.assembler.store)
-        return ask(self, question, tr, frontend, qid=qid)
+        t0 = time.perf_counter()
+        try:
+            translation = tr.translate(question, frontend, qid=qid)
+        except KBQAError as e:
+            result = Result(frontend=frontend, question=question, status="error", failed_stage="translate")
+            errors = [err if err.stage == "translate" else _as_translate(err) for err in e.errors]
+            result.steps.append(Step("translate", False, time.perf_counter() - t0, tr.name, errors))
+            result.errors = errors
+            result.seconds = time.perf_counter() - t0
+            return result
+        if self.translator is None:
+            self.translator = tr  # QCompiler leaves and PyRAG sub-questions use it too
+        result = compile_with_repair(self, question, translation, tr, frontend, rounds=self.repair_rounds, qid=qid,
+                                     execute=execute)
+        result.question = question
+        result.steps.insert(0, Step("translate", True, translation.seconds, translation_detail(translation)))
+        result.seconds = time.perf_counter() - t0  # translation included
+        result.translation = translation.to_dict()
+        return result
 
+
+def translation_detail(tr: TranslationResult) -> str:
+    """One line for the step report: who translated, tokens, and what the translator based it on."""
+    who = tr.backend + (f" ({tr.model})" if tr.model else "")
+    parts = [who, f"{tr.tokens_in} tokens in, {tr.tokens_out} out"]
+    if tr.details.get("case"):
+        parts.append(f"case {tr.details['case']} (similarity {tr.details.get('similarity', 0):.2f}): "
+                     f"{tr.details.get('case_question', '')!r}")
+    fills = tr.details.get("fills") or {}
+    for slot, f in fills.items():
+        parts.append(f"[{slot}] <- {f.get('mention')!r} = {f.get('uri')}" + ("" if f.get("kb") in (None, True)
+                                                                               else " (not confirmed by the KB)"))
+    return "; ".join(parts)
+
+
+def _as_translate(err: ErrorInfo) -> ErrorInfo:
+    return ErrorInfo("translate", err.message, err.file, err.line, err.column, err.qid, err.ac)
 
 def _finish(result: Result, stage: str, errors: list[ErrorInfo], t_start: float) -> Result:
     result.status, result.failed_stage = "error", stage

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from eval.loaders import load_benchmark
+from grounding.context import TripleChecker
 from kbqa.frontends.desq import parse_desq
-from kbqa.models.base import TranslateError
-from kbqa.models.casebank import Case, CaseBank, bank_dir, question_key
-from kbqa.models.casebank_build import build_case_bank
-from kbqa.models.cases_translator import CasesTranslator
-from kbqa.models.kbcheck import TripleChecker
+from kbqa.translators.base import TranslateError
+from kbqa.translators.casebank import Case, CaseBank, bank_dir, question_key
+from kbqa.translators.casebank_build import build_case_bank
+from kbqa.translators.cases import CasesTranslator
 
 WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
 # Validation questions (never in the bank: it is built from train) whose relation the first 300 train
@@ -96,11 +96,10 @@ def test_missing_bank_is_a_clear_translate_error(wikidata_mini_store, tmp_path):
 
 
 def test_ask_puts_the_translation_step_first(wikidata_mini_store, translator):
-    from kbqa.models.ask import ask
     from kbqa.pipeline import Engine
 
-    with Engine(wikidata_mini_store) as engine:
-        result = ask(engine, "where was sasha vujačić born", translator)
+    with Engine(wikidata_mini_store, translator=translator) as engine:
+        result = engine.ask("where was sasha vujačić born")
     assert result.ok and result.steps[0].stage == "translate" and result.steps[0].ok
     assert "sasha" in result.steps[0].detail.lower()
     assert WD + "Q1010" in {v.value for row in result.answers.rows for v in row if v}

@@ -16,13 +16,18 @@ import pytest
 
 from kbqa.frontends.pyrag import parse_pyrag
 from kbqa.frontends.qcompiler_parse import parse_expression
-from kbqa.models.grammars import grammar_for
-from kbqa.models.grammars_qcompiler_pyrag import PYRAG_GBNF, QCOMPILER_GBNF, pyrag_grammar, qcompiler_grammar
-from kbqa.models.prompts import build_prompt
+from kbqa.translators.grammars import grammar_for
+from kbqa.translators.grammars_qcompiler_pyrag import (
+    PYRAG_GBNF,
+    QCOMPILER_GBNF,
+    pyrag_grammar,
+    qcompiler_grammar,
+)
+from kbqa.translators.prompts import build_prompt
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built here (scripts/install_llama_cpp.sh)")
 
-from kbqa.models.llama_backend import LlamaCppBackend  # noqa: E402
+from kbqa.backends.llama_cpp import LlamaCppBackend  # noqa: E402
 
 CASES = json.loads((Path(__file__).parent / "fixtures" / "multihop" / "cases.json").read_text(encoding="utf-8"))["cases"]
 

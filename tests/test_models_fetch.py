@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.models import fetch
-from kbqa.models.base import TranslateError
-from kbqa.models.fetch import (
+from kbqa.training import fetch
+from kbqa.training.fetch import (
     MODELS,
     assemble,
     assemble_chunks,
@@ -20,6 +19,7 @@ from kbqa.models.fetch import (
     resolve_model,
     sha256_file,
 )
+from kbqa.translators.base import TranslateError
 
 
 @pytest.fixture(scope="session")

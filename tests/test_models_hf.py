@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.models.base import TranslateError
-from kbqa.models.fetch import fetch_model
-from kbqa.models.hf_backend import HFBackend, checkpoint_for, rewrite_for_adapter
+from kbqa.backends.hf import HFBackend, checkpoint_for, rewrite_for_adapter
+from kbqa.training.fetch import fetch_model
+from kbqa.translators.base import TranslateError
 
 pytest.importorskip("transformers", reason="the hf extra (transformers, peft, gguf) is not installed")
 pytest.importorskip("peft", reason="the hf extra (transformers, peft, gguf) is not installed")
@@ -53,8 +53,8 @@ def test_errors_are_translate_errors(smollm2_checkpoint: str, tmp_path: Path) ->
 
 
 def test_settings_select_the_hf_backend(smollm2_checkpoint: str) -> None:
-    from kbqa.models.model_translator import make_backend
-    from kbqa.models.settings import ModelSettings
+    from kbqa.translators.model import make_backend
+    from kbqa.translators.settings import ModelSettings
 
     backend = make_backend(ModelSettings(backend="hf", model=smollm2_checkpoint))
     assert isinstance(backend, HFBackend) and backend.model == smollm2_checkpoint

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from kbqa.frontends.desq import parse_desq
-from kbqa.models.base import TranslateError
-from kbqa.models.grammars import DesqBounds, desq_grammar, grammar_for
-from kbqa.models.prompts import build_prompt
+from kbqa.translators.base import TranslateError
+from kbqa.translators.grammars import DesqBounds, desq_grammar, grammar_for
+from kbqa.translators.prompts import build_prompt
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built here (scripts/install_llama_cpp.sh)")
 
-from kbqa.models.llama_backend import LlamaCppBackend  # noqa: E402
+from kbqa.backends.llama_cpp import LlamaCppBackend  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Small bounds: a model that loops (SmolLM2 does) still reaches the end of the grammar in a few hundred tokens.
@@ -144,8 +144,8 @@ def test_default_grammar_never_writes_a_line_outside_the_format(smollm2: LlamaCp
 
 
 def test_translator_and_settings_wiring(smollm2: LlamaCppBackend) -> None:
-    from kbqa.models.model_translator import ModelTranslator, make_backend
-    from kbqa.models.settings import ModelSettings
+    from kbqa.translators.model import ModelTranslator, make_backend
+    from kbqa.translators.settings import ModelSettings
 
     assert isinstance(make_backend(ModelSettings(backend="llama-cpp", model=smollm2.model)), LlamaCppBackend)
     tr = ModelTranslator(smollm2, bank=None, max_tokens=40).translate("who wrote Dune?", qid="q1")
@@ -197,7 +197,7 @@ def llama_server(smollm2: LlamaCppBackend, tmp_path_factory: pytest.TempPathFact
 
 
 def test_openai_backend_against_a_real_llama_cpp_server(llama_server: str) -> None:
-    from kbqa.models.openai_backend import OpenAIBackend
+    from kbqa.backends.openai import OpenAIBackend
 
     backend = OpenAIBackend(llama_server, "smollm2", grammar_field="grammar", retries=0)
     prompt = build_prompt("where was Angela Merkel born?", "desq", _few_shot())
@@ -212,7 +212,7 @@ def test_openai_backend_against_a_real_llama_cpp_server(llama_server: str) -> No
 
 
 def test_openai_backend_with_the_server_down() -> None:
-    from kbqa.models.openai_backend import OpenAIBackend
+    from kbqa.backends.openai import OpenAIBackend
 
     backend = OpenAIBackend(f"http://127.0.0.1:{_free_port()}/v1", retries=1, backoff_s=0.01)
     with pytest.raises(TranslateError, match="cannot reach") as err:

@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kbqa.models.base import TranslateError
-from kbqa.models.model_translator import ModelTranslator
-from kbqa.models.openai_backend import OpenAIBackend
+from kbqa.backends.openai import OpenAIBackend
+from kbqa.translators.base import TranslateError
+from kbqa.translators.model import ModelTranslator
 
 DESQ = """FORMAT desq/1
 ATOMIC CONSTRAINTS

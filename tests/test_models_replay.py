@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.models.base import GenerateResult, TranslateError, TranslationResult
-from kbqa.models.prompts import build_prompt
-from kbqa.models.replay import ReplayTranslator, write_replay_line
-from kbqa.models.settings import ModelSettings
+from kbqa.backends.base import GenerateResult
+from kbqa.translators.base import TranslateError, TranslationResult
+from kbqa.translators.prompts import build_prompt
+from kbqa.translators.replay import ReplayTranslator, write_replay_line
+from kbqa.translators.settings import ModelSettings
 
 GOOD = """FORMAT desq/1
 ATOMIC CONSTRAINTS

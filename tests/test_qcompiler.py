@@ -211,8 +211,8 @@ def test_limit_subquery_answers_on_wikidata_mini(engine: Engine) -> None:
 
 
 def test_gbnf_grammars_are_well_formed() -> None:
-    from kbqa.models.grammars import grammar_for
-    from kbqa.models.grammars_qcompiler_pyrag import PYRAG_GBNF, QCOMPILER_GBNF, check_gbnf
+    from kbqa.translators.grammars import grammar_for
+    from kbqa.translators.grammars_qcompiler_pyrag import PYRAG_GBNF, QCOMPILER_GBNF, check_gbnf
 
     assert check_gbnf(QCOMPILER_GBNF) == [] and check_gbnf(PYRAG_GBNF) == []
     assert check_gbnf("root ::= a (") == ["rule root: '(' is never closed", "rule a is used but never defined"]

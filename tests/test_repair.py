@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from kb_dumps.errors import ErrorInfo
+from kbqa.backends.base import Backend, GenerateResult
 from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator, parse_qcompiler
-from kbqa.models.base import Backend, GenerateResult
-from kbqa.models.model_translator import ModelTranslator
 from kbqa.pipeline import Engine
 from kbqa.repair import RepairOutcome, RepairRound, can_repair, compile_with_repair, repair_loop
+from kbqa.translators.model import ModelTranslator
 
 LEAVES = json.loads((Path(__file__).parent / "fixtures" / "multihop" / "leaves.json").read_text(encoding="utf-8"))
 RIGHT = LEAVES["Who directed Titanic?"]

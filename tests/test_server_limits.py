@@ -16,9 +16,9 @@ import pytest
 from server_harness import LiveServer, free_port
 
 from kb_dumps.ingest import ingest
-from kbqa.models.base import TranslationResult, Translator
 from kbqa.pipeline import Engine
 from kbqa.server import ServerSettings, create_app
+from kbqa.translators.base import TranslationResult, Translator
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 # Guessed URIs only: these tests run an engine with no store, which writes the query and uses them unchecked.

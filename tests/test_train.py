@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.models.base import TranslateError
-from kbqa.models.fetch import fetch_model
-from kbqa.models.train import TrainConfig, batch_indices, load_pairs
+from kbqa.training.fetch import fetch_model
+from kbqa.training.train import TrainConfig, batch_indices, load_pairs
+from kbqa.translators.base import TranslateError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 pytest.importorskip("peft", reason="the hf extra (transformers, peft, gguf) is not installed")
@@ -28,7 +28,7 @@ def _write_pairs(path: Path, pairs: list[tuple[str, str]]) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_checkpoint() -> str:
     """SmolLM2-135M converted once to a safetensors folder in the model cache."""
-    from kbqa.models.hf_backend import checkpoint_for
+    from kbqa.backends.hf import checkpoint_for
 
     try:
         fetch_model("smollm2-135m")
@@ -63,7 +63,7 @@ def test_pairs_from_file_with_exclusions(tmp_path: Path) -> None:
 def test_loss_is_on_the_answer_only(smollm2_checkpoint: str) -> None:
     from transformers import AutoTokenizer
 
-    from kbqa.models.train import encode_pair
+    from kbqa.training.train import encode_pair
 
     tok = AutoTokenizer.from_pretrained(smollm2_checkpoint)
     ids, labels = encode_pair(tok, "who wrote Dune?", "ATOMIC CONSTRAINTS\nAC1: x")
@@ -76,8 +76,8 @@ def test_loss_is_on_the_answer_only(smollm2_checkpoint: str) -> None:
 
 @pytest.mark.slow
 def test_lora_run_learns_resumes_and_loads_in_the_hf_backend(smollm2_checkpoint: str, tmp_path: Path) -> None:
-    from kbqa.models.hf_backend import ADAPTER_META, HFBackend
-    from kbqa.models.train import TRAIN_SYSTEM, train
+    from kbqa.backends.hf import ADAPTER_META, HFBackend
+    from kbqa.training.train import TRAIN_SYSTEM, train
 
     pairs = sorted(_fixture_pairs(), key=lambda p: len(p[1]))[:2]  # the two shortest: a quick step
     f = _write_pairs(tmp_path / "pairs.jsonl", pairs)

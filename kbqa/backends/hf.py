@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbqa.models.base import Backend, GenerateResult, TranslateError
-from kbqa.models.fetch import MODELS, is_fetched, model_path, models_dir
-from kbqa.models.settings import ModelSettings
+from kbqa.backends.base import Backend, GenerateResult
+from kbqa.training.fetch import MODELS, is_fetched, model_path, models_dir
+from kbqa.translators.base import TranslateError
+from kbqa.translators.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 

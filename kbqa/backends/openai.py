@@ -14,8 +14,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from kbqa.models.base import Backend, GenerateResult, TranslateError
-from kbqa.models.settings import ModelSettings
+from kbqa.backends.base import Backend, GenerateResult
+from kbqa.translators.base import TranslateError
+from kbqa.translators.settings import ModelSettings
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

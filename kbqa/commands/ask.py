@@ -54,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if args.server:
         return run_remote(args)
     from kbqa.config import get_settings
-    from kbqa.models.ask import ask
-    from kbqa.models.model_translator import make_translator
-    from kbqa.models.settings import get_model_settings
     from kbqa.pipeline import Engine
+    from kbqa.translators.model import make_translator
+    from kbqa.translators.settings import get_model_settings
 
     settings = get_settings()
     msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         shared = getattr(engine.assembler, "store", None) or getattr(engine, "_store", None)
         translator = make_translator(msettings, store, store=shared)
         try:
-            result = ask(engine, args.question, translator, args.frontend, qid=args.id)
+            result = engine.ask(args.question, translator, args.frontend, qid=args.id)
         finally:
             translator.close()
         return _report(result, args, engine.profile)

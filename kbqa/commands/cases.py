@@ -54,13 +54,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from kbqa.models.casebank import CaseBank, bank_dir
+    from kbqa.translators.casebank import CaseBank, bank_dir
 
     if not getattr(args, "cases_verb", None):
         raise KBQAError("give an action: build, search or info (see `kbqa cases --help`)", stage="usage")
     store = resolve_store(args.store)
     if args.cases_verb == "build":
-        from kbqa.models.casebank_build import build_case_bank
+        from kbqa.translators.casebank_build import build_case_bank
 
         sets = [x.strip() for x in args.sets.split(",") if x.strip()] if args.sets else None
         stats = build_case_bank(store, sets, exclude_sets=args.exclude_set, exclude_ids=_lines(args.exclude_ids),

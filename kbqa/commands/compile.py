@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
                 endpoint=endpoint, endpoint_dialect=args.endpoint_dialect) as engine:
         if args.frontend != "desq":  # leaves / sub-questions are translated to DeSQ
-            from kbqa.models.model_translator import make_translator
-            from kbqa.models.settings import get_model_settings
+            from kbqa.translators.model import make_translator
+            from kbqa.translators.settings import get_model_settings
 
             engine.translator = make_translator(get_model_settings(), store,
                                                 store=engine.assembler.store if store or endpoint else None)

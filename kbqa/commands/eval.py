@@ -205,9 +205,9 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
     """The whole system: Engine.ask with a translator backend. The questions being scored are excluded
     from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
-    from kbqa.models.model_translator import make_translator
-    from kbqa.models.settings import get_model_settings
     from kbqa.pipeline import Engine
+    from kbqa.translators.model import make_translator
+    from kbqa.translators.settings import get_model_settings
 
     engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, **(engine_kw or {}))
     engines.append(engine)
@@ -218,7 +218,7 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
         if hasattr(translator, attr):  # the cases translator (and few-shot banks) leave these out
             current = getattr(translator, attr)
             if attr == "exclude_questions":
-                from kbqa.models.casebank import question_key
+                from kbqa.translators.casebank import question_key
 
                 values = {question_key(q) for q in values}
             setattr(translator, attr, set(current) | values)

@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from kbqa.commands.cases import _lines
-    from kbqa.models.train import TrainConfig, train
+    from kbqa.training.train import TrainConfig, train
 
     store = None if args.pairs else str(resolve_store(args.store))
     cfg = TrainConfig(base=args.base, out=str(args.out), store=store,

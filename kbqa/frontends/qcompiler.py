@@ -107,7 +107,7 @@ class QCompilerResult:
 
 
 def leaf_translator(translator: Any, qid: str | None = None) -> LeafTranslate:
-    """A Translator (kbqa.models) as a leaf translator: leaf question → DeSQ. A replay translator finds
+    """A Translator (kbqa.translators) as a leaf translator: leaf question → DeSQ. A replay translator finds
     leaves by their question text, so `qid` is passed only when given."""
 
     def translate(question: str) -> Any:

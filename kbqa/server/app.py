@@ -1,6 +1,6 @@
 """The ASGI app: `create_app(settings)` → /v1/{ask,generate,compile,ground,batch}, /sparql, /healthz, the page at /.
 
-Routes only call the Python API (`kbqa.models.ask.ask`, `Engine.compile`, `Grounder.search`,
+Routes only call the Python API (`Engine.ask`, `Engine.compile`, `Grounder.search`,
 `LocalStore.query`) on the engines of `kbqa.server.engines`, and answer with the engine's own plain data.
 """
 
@@ -20,13 +20,13 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from kb_dumps.errors import ErrorInfo, KBQAError
-from kbqa.models.base import TranslateError, Translator
 from kbqa.server import schemas
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, install_error_handlers, result_response
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
 from kbqa.server.settings import ServerSettings
 from kbqa.server.sparql import router as sparql_router
+from kbqa.translators.base import TranslateError, Translator
 
 log = logging.getLogger("kbqa.server")
 STATIC = Path(__file__).parent / "static"
@@ -41,19 +41,6 @@ class AppState:
     profile: Any = None
 
 
-class GenerateOnly:
-    """An engine as `ask` sees it for /v1/generate: every compile grounds and checks, and never runs."""
-
-    def __init__(self, engine: Any):
-        self._engine = engine
-
-    def compile(self, text: str, frontend: str = "desq", execute: bool = True) -> Any:
-        return self._engine.compile(text, frontend=frontend, execute=False)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
 def default_engine_factory(settings: ServerSettings) -> Callable[[], Any]:
     from kbqa.pipeline import Engine
 
@@ -64,8 +51,8 @@ def default_engine_factory(settings: ServerSettings) -> Callable[[], Any]:
 
 def default_translator_factory(settings: ServerSettings) -> Callable[[Any], Translator]:
     """The translator `kbqa ask` would make from the same flags, sharing the engine's query worker."""
-    from kbqa.models.model_translator import make_translator
-    from kbqa.models.settings import get_model_settings
+    from kbqa.translators.model import make_translator
+    from kbqa.translators.settings import get_model_settings
 
     def make(engine: Any) -> Translator:
         msettings = get_model_settings(backend=settings.backend, model=settings.model, endpoint=settings.model_url,
@@ -138,10 +125,8 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
             raise ServerError(422, str(e), "usage") from None
 
     def asker(q: str, frontend: str, execute: bool, qid: str | None) -> Callable[[EngineWorker], Any]:
-        from kbqa.models.ask import ask
-
         def call(w: EngineWorker) -> Any:
-            return ask(w.engine if execute else GenerateOnly(w.engine), q, w.translator, frontend, qid=qid)
+            return w.engine.ask(q, frontend=frontend, qid=qid, execute=execute)
 
         return call
 

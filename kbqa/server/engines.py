@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kb_dumps.errors import KBQAError
-from kbqa.models.base import TranslationResult, Translator
 from kbqa.server.errors import ServerError
 from kbqa.server.limits import timed
+from kbqa.translators.base import TranslationResult, Translator
 
 log = logging.getLogger("kbqa.server")
 T = TypeVar("T")

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa.models.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
 
 Scope = dict[str, Any]
 

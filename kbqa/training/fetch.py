@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kbqa.models.base import TranslateError
+from kbqa.translators.base import TranslateError
 
 _CHUNK_RE = re.compile(r"(?:^|/)data/part(\d+)\.bin$")
 _BUF = 1 << 20

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbqa.models.base import TranslateError
-from kbqa.models.hf_backend import ADAPTER_META, checkpoint_for, cpu_bf16
+from kbqa.backends.hf import ADAPTER_META, checkpoint_for, cpu_bf16
+from kbqa.translators.base import TranslateError
 
 # The adapter's prompt: short, because on a CPU every prompt token is paid at each step; the `hf`
 # backend rewrites prompts to this layout when it loads an adapter carrying it.
@@ -112,7 +112,7 @@ def load_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
                 raise TranslateError('each line needs "question" and "target"', stage="usage", file=str(path),
                                      line=lineno) from None
     elif cfg.store:
-        from kbqa.models.casebank import CaseBank, bank_dir
+        from kbqa.translators.casebank import CaseBank, bank_dir
 
         folder = bank_dir(cfg.store)
         if not CaseBank.exists(folder):

@@ -4,7 +4,7 @@ Stored next to the store in `<store>/current/cases/` as plain data, never pickle
   cases.jsonl        one Case per line
   vectors.hnsw       hnswlib cosine index over the *masked* questions (entity mentions replaced by a
                      neutral word, so neighbours share structure, not entities); label = line number
-  mention_prior.json the mention prior learned from the same questions (kbqa/models/mentions.py)
+  mention_prior.json the mention prior learned from the same questions (kbqa/translators/mentions.py)
   meta.json          model, sets, exclusions, counts (written last: a half-built bank is not used)
 """
 
@@ -22,8 +22,8 @@ import numpy as np
 from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder
 from grounding.text import normalize
 from kb_dumps.layout import StoreLayout
-from kbqa.models.base import TranslateError
-from kbqa.models.mentions import MentionPrior
+from kbqa.translators.base import TranslateError
+from kbqa.translators.mentions import MentionPrior
 
 BANK_FORMAT = 1
 NEUTRAL = "something"

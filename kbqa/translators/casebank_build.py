@@ -20,8 +20,17 @@ from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
 from kbqa.frontends.desq import ParseResult, parse_desq
-from kbqa.models.casebank import BANK_FORMAT, NEUTRAL, Case, CaseBank, Check, Slot, bank_dir, question_key
-from kbqa.models.mentions import MentionDetector, MentionPrior, mask, open_lexicon, tokenize
+from kbqa.translators.casebank import (
+    BANK_FORMAT,
+    NEUTRAL,
+    Case,
+    CaseBank,
+    Check,
+    Slot,
+    bank_dir,
+    question_key,
+)
+from kbqa.translators.mentions import MentionDetector, MentionPrior, mask, open_lexicon, tokenize
 
 log = logging.getLogger(__name__)
 

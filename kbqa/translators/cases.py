@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from assembler.plan import Placeholder, walk
+from grounding.context import TripleChecker
 from grounding.text import normalize
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.desq_writer import to_desq_text
-from kbqa.models.base import TranslateError, TranslationResult, Translator
-from kbqa.models.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, question_key, slot_pattern
-from kbqa.models.kbcheck import TripleChecker
-from kbqa.models.mentions import (
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, question_key, slot_pattern
+from kbqa.translators.mentions import (
     EntityCandidate,
     Mention,
     MentionDetector,
@@ -262,7 +262,7 @@ class CasesTranslator(Translator):
 
 def _content_words(question: str) -> str:
     """The question without its question words: a label of last resort for a slot with no mention."""
-    from kbqa.models.mentions import STOPWORDS
+    from kbqa.translators.mentions import STOPWORDS
 
     words = [question[s:e] for s, e, n in tokenize(question) if n not in STOPWORDS]
     return " ".join(words) or question

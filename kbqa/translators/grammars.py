@@ -203,9 +203,9 @@ def desq_grammar(bounds: DesqBounds = DesqBounds()) -> str:  # noqa: B008 - froz
 def _extension_grammars() -> dict[str, str]:
     """QCompiler / PyRAG grammars from their own module, when it has landed (names it may export)."""
     try:
-        module = importlib.import_module("kbqa.models.grammars_qcompiler_pyrag")
+        module = importlib.import_module("kbqa.translators.grammars_qcompiler_pyrag")
     except ModuleNotFoundError as e:
-        if e.name != "kbqa.models.grammars_qcompiler_pyrag":
+        if e.name != "kbqa.translators.grammars_qcompiler_pyrag":
             raise
         return {}
     found: dict[str, str] = {}

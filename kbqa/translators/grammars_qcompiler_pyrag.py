@@ -1,7 +1,7 @@
 """GBNF grammars and prompt format texts for the QCompiler and PyRAG front-ends, plus a small GBNF well-formedness check.
 
 The grammars constrain a llama.cpp sampler to the *shape* of each format (the llama.cpp mechanism and
-`grammar_for(frontend)` live in `kbqa/models/grammars.py`); they are deliberately looser than the
+`grammar_for(frontend)` live in `kbqa/translators/grammars.py`); they are deliberately looser than the
 parsers — GBNF has no look-ahead, so "an operator counts only between spaces" or "no dunder names" are
 left to `qcompiler_parse` / `pyrag`, whose errors go to the repair loop.
 """

@@ -1,7 +1,7 @@
 """A translator over any model `Backend`: a prompt with the k most similar cases, an optional grammar, a repair turn.
 
 Backends plug in here (`make_backend`: openai, llama-cpp, hf).
-Grammars come from `kbqa.models.grammars.grammar_for(frontend)` when that module exists; without it
+Grammars come from `kbqa.translators.grammars.grammar_for(frontend)` when that module exists; without it
 the model is unconstrained and the parser reports what is malformed.
 """
 
@@ -11,16 +11,17 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from kbqa.models.base import Backend, TranslateError, TranslationResult, Translator
-from kbqa.models.casebank import CaseBank
-from kbqa.models.prompts import FORMATS, build_prompt
-from kbqa.models.settings import ModelSettings
+from kbqa.backends.base import Backend
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.casebank import CaseBank
+from kbqa.translators.prompts import FORMATS, build_prompt
+from kbqa.translators.settings import ModelSettings
 
 
 def grammar_for(frontend: str) -> str | None:
     """The GBNF grammar of a front-end, when the grammars module provides one (an extension point)."""
     try:
-        module = importlib.import_module("kbqa.models.grammars")
+        module = importlib.import_module("kbqa.translators.grammars")
     except ModuleNotFoundError:
         return None
     fn = getattr(module, "grammar_for", None)
@@ -78,15 +79,15 @@ class ModelTranslator(Translator):
 def make_backend(settings: ModelSettings) -> Backend:
     """The model backend named by the settings: openai, llama-cpp, hf (loaded lazily on first generate)."""
     if settings.backend == "openai":
-        from kbqa.models.openai_backend import OpenAIBackend
+        from kbqa.backends.openai import OpenAIBackend
 
         return OpenAIBackend.from_settings(settings)
     if settings.backend == "llama-cpp":
-        from kbqa.models.llama_backend import LlamaCppBackend
+        from kbqa.backends.llama_cpp import LlamaCppBackend
 
         return LlamaCppBackend.from_settings(settings)
     if settings.backend == "hf":
-        from kbqa.models.hf_backend import HFBackend
+        from kbqa.backends.hf import HFBackend
 
         return HFBackend.from_settings(settings)
     raise TranslateError(f"the {settings.backend!r} backend is not available in this build (available: cases, "
@@ -95,14 +96,14 @@ def make_backend(settings: ModelSettings) -> Backend:
 
 def make_translator(settings: ModelSettings, store_dir: str | Path, *, store: Any = None) -> Translator:
     """The translator the settings ask for, over a store: cases (default), replay, or a model backend."""
-    from kbqa.models.casebank import bank_dir
+    from kbqa.translators.casebank import bank_dir
 
     if settings.backend == "cases":
-        from kbqa.models.cases_translator import CasesTranslator
+        from kbqa.translators.cases import CasesTranslator
 
         return CasesTranslator(store_dir, store=store, k=settings.cases_k, kb_check=settings.cases_kb_check)
     if settings.backend == "replay":
-        from kbqa.models.replay import ReplayTranslator
+        from kbqa.translators.replay import ReplayTranslator
 
         if settings.replay_path is None:
             raise TranslateError("the replay backend needs a file: --replay FILE (or KBQA_REPLAY_PATH)", stage="usage")

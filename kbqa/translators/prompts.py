@@ -23,7 +23,7 @@ FORMATS = {"desq": DESQ_FORMAT}
 
 
 def _register_other_formats() -> None:
-    from kbqa.models.grammars_qcompiler_pyrag import PYRAG_FORMAT, QCOMPILER_FORMAT
+    from kbqa.translators.grammars_qcompiler_pyrag import PYRAG_FORMAT, QCOMPILER_FORMAT
 
     FORMATS.update(qcompiler=QCOMPILER_FORMAT, pyrag=PYRAG_FORMAT)
 
@@ -84,7 +84,7 @@ def build_prompt(question: str, frontend: str = "desq", examples: list[tuple[str
     ordered = list(reversed(examples or []))
     system = FORMATS[frontend]
     if frontend == "desq" and re.search(r"\{[A-Za-z_]\w*\}", question):
-        from kbqa.models.grammars_qcompiler_pyrag import LEAF_NOTE
+        from kbqa.translators.grammars_qcompiler_pyrag import LEAF_NOTE
 
         system += "\n" + LEAF_NOTE  # a QCompiler leaf: its {x} must become the [x] placeholder
     return Prompt(system, ordered, " ".join(question.split()), previous, list(errors or []))

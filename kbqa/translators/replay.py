@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from grounding.text import normalize
-from kbqa.models.base import FRONTENDS, TranslateError, TranslationResult, Translator
+from kbqa.translators.base import FRONTENDS, TranslateError, TranslationResult, Translator
 
 
 class ReplayTranslator(Translator):
