@@ -1,4 +1,7 @@
-"""SPARQL text helpers for the store interface: masking, the query form, the outer LIMIT, SERVICE targets.
+"""SPARQL text helpers for the store interface: masking, the query form, the outer LIMIT, escaping.
+
+Never a safety check: whether a query may run (SERVICE, updates) is decided from a parse in
+kb_dumps/sparql_check.py; a mask can be fooled by escapes such as `ex:p\\#`.
 
 No parser: a query is *masked* (strings, IRIs and comments blanked out with spaces, same length) so
 that keywords and braces are found by position. rdflib's parser costs ~100 ms per query, more than a
@@ -22,9 +25,6 @@ _LEXICAL = re.compile(
 _FORM = re.compile(r"(?<![:\w?$])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![:\w])", re.I)
 _LIMIT = re.compile(r"(?<![:\w?$])LIMIT\s+(\d+)", re.I)
 _VALUES_HEAD = re.compile(r"(?<![:\w?$])VALUES\s*(?:[?$]\w+|\([^()]*\))\s*$", re.I)
-_SERVICE = re.compile(r"(?<![:\w?$])SERVICE(?![:\w])", re.I)
-_SERVICE_TARGET = re.compile(r"SERVICE\s+(?:SILENT\s+)?(<[^>\s]*>|[A-Za-z][\w.-]*:[\w.-]*|[?$]\w+)", re.I)
-LABEL_SERVICE_TARGETS = ("wikibase:label", "<http://wikiba.se/ontology#label>")
 
 # An IRI that may go between <> in a query; an id that does not match is never written into a query.
 IRIREF = re.compile(r'[^<>"{}|^`\\\x00-\x20]+')
@@ -126,17 +126,3 @@ def with_row_cap(query: str, row_cap: int) -> tuple[str, bool]:
         a, b = s.limit_span  # type: ignore[misc]
         return query[:a] + str(cap) + query[b:], True
     return query, False
-
-
-def service_targets(query: str) -> list[str]:
-    """The target of each SERVICE clause (`wikibase:label`, `<iri>`, `?var`), in order."""
-    masked = mask(query)
-    out = []
-    for m in _SERVICE.finditer(masked):
-        t = _SERVICE_TARGET.match(query, m.start())
-        out.append(t.group(1) if t else "")
-    return out
-
-
-def is_label_service(target: str) -> bool:
-    return target in LABEL_SERVICE_TARGETS

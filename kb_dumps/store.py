@@ -3,25 +3,33 @@
 pyoxigraph cannot interrupt a running query, so queries run in a worker process that opens
 the store read-only; at the deadline the worker is killed and a fresh one is started for the
 next query. Results come back as plain data in the shape of SPARQL JSON results.
-`SERVICE` is refused before anything runs: pyoxigraph would otherwise call out to the network.
+`SERVICE` and updates are refused before anything runs, decided from a parse (kb_dumps/sparql_check.py):
+pyoxigraph would otherwise call out to the network. Behind that check, the worker has no network where
+the OS allows it and a bounded address space (kb_dumps/sandbox.py); a query past the memory bound or
+the result-size bound fails at stage execute (exit 4) and the worker is replaced.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
-import re
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kb_dumps.errors import QueryError, StoreError
+from kb_dumps.errors import EXIT_BACKEND, KBQAError, QueryError, StoreError
 from kb_dumps.layout import StoreLayout
-from kb_dumps.sparql_text import is_label_service, mask, service_targets
+from kb_dumps.sparql_check import QueryFacts, check_query
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 10_000
+# Address space of one query worker (RLIMIT_AS), sized for a 24 GB machine running a few workers; the store
+# opens and answers ordinary queries well inside 1 GB. KBQA_QUERY_MEMORY_BYTES=0 removes the bound.
+DEFAULT_MEMORY_BYTES = int(os.environ.get("KBQA_QUERY_MEMORY_BYTES", 2 * 1024**3))
+# Size of one result (the values' characters), whatever its row count: rows are not a bound on bytes.
+DEFAULT_RESULT_BYTES = int(os.environ.get("KBQA_QUERY_RESULT_BYTES", 256 * 1024**2))
 
 Term = dict[str, str]  # {"type": "uri"|"literal"|"bnode"|"triple", "value": …, "datatype"?: …, "xml:lang"?: …}
 
@@ -49,27 +57,22 @@ class QueryResult:
         return [r[i] for r in self.rows]
 
 
-# ---- query text checks ------------------------------------------------------------------
-_UPDATE = re.compile(r"(?<![:\w?$])(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY)(?![:\w])", re.I)
+# ---- query checks -------------------------------------------------------------------------
+class ResourceError(QueryError):
+    """A query went past the worker's memory bound or the result-size bound: stage execute, exit 4."""
+
+    exit_code = EXIT_BACKEND
+
+    def __init__(self, message: str, resource: str):
+        super().__init__(message, stage="execute")
+        self.resource = resource  # memory | result
 
 
-def check_query_text(query: str, allow_label_service: bool = False) -> None:
-    """Refuse `SERVICE` (network access) and update operations before a query runs.
-
-    `allow_label_service`: `SERVICE wikibase:label` is let through (a Wikidata Query Service endpoint
-    runs it itself); any other SERVICE target is still refused.
-    """
-    targets = service_targets(query)
-    refused = [t for t in targets if not (allow_label_service and is_label_service(t))]
-    if refused:
-        if any(is_label_service(t) for t in refused):
-            raise QueryError("SERVICE wikibase:label is refused: only a Wikidata Query Service endpoint "
-                             "understands it; ask for rdfs:label explicitly", stage="execute")
-        raise QueryError("SERVICE is refused: queries run offline on the local store; remove the SERVICE clause "
-                         "(for wikibase:label, ask for rdfs:label explicitly)", stage="execute")
-    m = _UPDATE.search(mask(query))
-    if m:
-        raise QueryError(f"{m.group(1).upper()} is refused: the store is read-only for queries", stage="execute")
+def check_query_text(query: str, allow_label_service: bool = False) -> QueryFacts:
+    """Refuse `SERVICE` (network access), updates and queries the checker cannot parse, before a query runs
+    (kb_dumps/sparql_check.py; RefusedQuery, a QueryError). `allow_label_service`: `SERVICE wikibase:label` is
+    let through (a Wikidata Query Service endpoint runs it itself); any other SERVICE target is still refused."""
+    return check_query(query, allow_label_service)
 
 
 # ---- conversion of pyoxigraph terms ---------------------------------------------------------
@@ -92,13 +95,40 @@ def term_to_dict(term: Any) -> Term | None:
     return {"type": "triple", "value": str(term)}
 
 
-def run_query(store: Any, query: str, row_cap: int) -> QueryResult:
-    """Run one query on an open pyoxigraph store (in the worker), converting to plain data."""
+def _term_bytes(t: Term | None) -> int:
+    return 0 if t is None else len(t["value"]) + len(t.get("datatype", "")) + len(t.get("xml:lang", "")) + 8
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The dataset of one query: the SPARQL Protocol's default-graph-uri / named-graph-uri, or FROM / FROM NAMED
+    in the query itself. Without either, the default graph is the union of all graphs of the store."""
+
+    default_graphs: tuple[str, ...] = ()
+    named_graphs: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.default_graphs or self.named_graphs)
+
+
+def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = None, has_dataset: bool = False,
+              result_bytes: int = DEFAULT_RESULT_BYTES) -> QueryResult:
+    """Run one query on an open pyoxigraph store (in the worker), converting to plain data.
+
+    `dataset` (protocol parameters) overrides the query's FROM / FROM NAMED, as the protocol says; `has_dataset`:
+    the query has FROM / FROM NAMED of its own (then the union default graph must not override it)."""
     import pyoxigraph as ox
 
+    options: dict[str, Any] = {}
+    if dataset:
+        # a protocol dataset replaces the query's: with only named graphs, the default graph is empty
+        options["default_graph"] = [ox.NamedNode(g) for g in dataset.default_graphs]
+        options["named_graphs"] = [ox.NamedNode(g) for g in dataset.named_graphs]
+    elif not has_dataset:
+        options["use_default_graph_as_union"] = True
     t0 = time.perf_counter()
     try:
-        res = store.query(query, use_default_graph_as_union=True)
+        res = store.query(query, **options)
     except SyntaxError as e:
         raise QueryError(f"the query does not parse: {e}", stage="execute") from None
     except (OSError, ValueError, RuntimeError) as e:
@@ -107,28 +137,35 @@ def run_query(store: Any, query: str, row_cap: int) -> QueryResult:
         return QueryResult(kind="ask", boolean=bool(res), elapsed_s=time.perf_counter() - t0)
     if isinstance(res, ox.QuerySolutions):
         names = [v.value for v in res.variables]
-        rows: list[list[Term | None]] = []
-        truncated = False
-        for sol in res:
-            if len(rows) >= row_cap:
-                truncated = True
-                break
-            rows.append([term_to_dict(sol[n]) for n in names])
-        return QueryResult(kind="select", vars=names, rows=rows, truncated=truncated,
-                           elapsed_s=time.perf_counter() - t0)
-    rows = []
+        kind, items = "select", ((sol[n] for n in names) for sol in res)
+    else:
+        names = ["subject", "predicate", "object"]
+        kind, items = "graph", ((t.subject, t.predicate, t.object) for t in res)
+    rows: list[list[Term | None]] = []
     truncated = False
-    for t in res:
+    size = 0
+    for item in items:
         if len(rows) >= row_cap:
             truncated = True
             break
-        rows.append([term_to_dict(t.subject), term_to_dict(t.predicate), term_to_dict(t.object)])
-    return QueryResult(kind="graph", vars=["subject", "predicate", "object"], rows=rows, truncated=truncated,
-                       elapsed_s=time.perf_counter() - t0)
+        row = [term_to_dict(t) for t in item]
+        size += sum(_term_bytes(t) for t in row)
+        if size > result_bytes:
+            raise ResourceError(f"the result passed the bound of {result_bytes:,} bytes after {len(rows)} row(s); "
+                                "select fewer or shorter values (setting KBQA_QUERY_RESULT_BYTES)", "result")
+        rows.append(row)
+    return QueryResult(kind=kind, vars=names, rows=rows, truncated=truncated, elapsed_s=time.perf_counter() - t0)
 
 
-def _worker_main(path: str, conn: Any) -> None:
-    """Worker loop: open the store read-only and answer (query, row_cap) requests."""
+def _worker_main(path: str, conn: Any, memory_bytes: int | None) -> None:
+    """Worker loop: cut the network, bound memory, open the store read-only, answer requests."""
+    from kb_dumps.sandbox import bound_memory, isolate_network
+
+    network = isolate_network()  # before pyoxigraph starts threads (see kb_dumps/sandbox.py)
+    # pyoxigraph reports a failed allocation on stderr with a Rust backtrace before it aborts: the user gets
+    # one line from the parent instead
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
     import pyoxigraph as ox
 
     try:
@@ -136,7 +173,8 @@ def _worker_main(path: str, conn: Any) -> None:
     except OSError as e:
         conn.send(("error", f"cannot open the store at {path}: {e}"))
         return
-    conn.send(("ready", None))
+    bound_memory(memory_bytes)  # after the open: RocksDB reserves its address space first
+    conn.send(("ready", network))
     while True:
         try:
             msg = conn.recv()
@@ -144,11 +182,16 @@ def _worker_main(path: str, conn: Any) -> None:
             return
         if msg is None:
             return
-        query, row_cap = msg
+        query, row_cap, dataset, has_dataset, result_bytes = msg
         try:
-            conn.send(("ok", run_query(store, query, row_cap)))
+            conn.send(("ok", run_query(store, query, row_cap, dataset, has_dataset, result_bytes)))
+        except ResourceError as e:
+            conn.send(("resource", (e.info.message, e.resource)))
         except QueryError as e:
             conn.send(("query-error", e.info.message))
+        except MemoryError:
+            conn.send(("resource", ("memory", "memory")))
+            return  # the heap may be in any state: the next query gets a fresh worker
         except Exception as e:  # noqa: BLE001 - anything else is reported, the worker lives on
             conn.send(("query-error", f"{type(e).__name__}: {e}"))
 
@@ -160,7 +203,8 @@ class LocalStore:
     pyoxigraph directory.
     """
 
-    def __init__(self, path: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S, row_cap: int = DEFAULT_ROW_CAP):
+    def __init__(self, path: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S, row_cap: int = DEFAULT_ROW_CAP, *,
+                 memory_bytes: int | None = DEFAULT_MEMORY_BYTES, result_bytes: int = DEFAULT_RESULT_BYTES):
         p = Path(path)
         if not (p / "CURRENT").exists():  # not a RocksDB directory: a store directory made by ingest
             p = StoreLayout.of(p).oxigraph
@@ -169,8 +213,11 @@ class LocalStore:
         self.path = p
         self.timeout_s = timeout_s
         self.row_cap = row_cap
+        self.memory_bytes, self.result_bytes = memory_bytes, result_bytes
+        self.network = "not started"  # the worker's network isolation: "netns", or why not
         self._proc: Any = None
         self._conn: Any = None
+        self._interrupted = False
         self._lock = threading.Lock()
         self.restarts = 0
 
@@ -178,7 +225,8 @@ class LocalStore:
     def _start(self) -> None:
         ctx = mp.get_context("spawn")  # a fork of a process holding RocksDB handles is unsafe
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(str(self.path), child), daemon=True)
+        proc = ctx.Process(target=_worker_main, args=(str(self.path), child, self.memory_bytes),
+                           daemon=True)
         proc.start()
         child.close()
         if not parent.poll(60):
@@ -188,7 +236,7 @@ class LocalStore:
         if status != "ready":
             proc.join(1)
             raise StoreError(detail)
-        self._proc, self._conn = proc, parent
+        self._proc, self._conn, self.network = proc, parent, detail
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -219,17 +267,28 @@ class LocalStore:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
+    def interrupt(self) -> None:
+        """Stop the running query from another thread (its client went away): the worker is killed and the
+        waiting `query` fails at once; the next query starts a new worker."""
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            self._interrupted = True
+            proc.kill()
+
     # ---- queries -------------------------------------------------------------------------
-    def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> QueryResult:
-        """Run a read-only SPARQL query. Raises QueryError (bad query, SERVICE, timeout)."""
-        check_query_text(query)
+    def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None,
+              dataset: Dataset | None = None) -> QueryResult:
+        """Run a read-only SPARQL query. Raises QueryError (bad query, SERVICE, timeout; ResourceError past
+        the memory or result bound). `dataset`: the protocol's default and named graphs."""
+        facts = check_query_text(query)
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.row_cap if row_cap is None else row_cap
         with self._lock:
             if self._proc is None or not self._proc.is_alive():
                 self._start()
+            self._interrupted = False
             try:
-                self._conn.send((query, cap))
+                self._conn.send((query, cap, dataset, facts.has_dataset, self.result_bytes))
                 ready = self._conn.poll(timeout)
             except (OSError, EOFError) as e:
                 self._kill()
@@ -242,12 +301,39 @@ class LocalStore:
                                  timed_out=True)
             try:
                 status, payload = self._conn.recv()
-            except (OSError, EOFError) as e:
-                self._kill()
-                raise StoreError(f"the query worker died: {e}") from None
+            except (OSError, EOFError):
+                raise self._died() from None
         if status == "ok":
             return payload
+        if status == "resource":
+            message, resource = payload
+            if resource == "memory":
+                with self._lock:
+                    self._kill()
+                    self.restarts += 1
+                raise ResourceError(self._memory_message(), "memory")
+            raise ResourceError(message, resource)
         raise QueryError(payload)
+
+    def _memory_message(self) -> str:
+        bound = f"{self.memory_bytes / 1024**2:,.0f} MB" if self.memory_bytes else "no bound"
+        return (f"the query needed more memory than the query worker's bound ({bound}) and was stopped; "
+                "simplify it (setting KBQA_QUERY_MEMORY_BYTES)")
+
+    def _died(self) -> KBQAError:
+        """The worker ended during a query: killed by `interrupt`, or it ran out of memory (pyoxigraph aborts
+        on a failed allocation), else a crash. Called with the lock held; the next query starts a new one."""
+        proc = self._proc
+        if proc is not None:
+            proc.join(5)
+        code = proc.exitcode if proc is not None else None
+        self._kill()
+        self.restarts += 1
+        if self._interrupted:
+            return QueryError("the query was cancelled: its client went away")
+        if code is not None and code in (-6, -9, 134, 137):  # SIGABRT from a failed allocation, or the OOM killer
+            return ResourceError(self._memory_message(), "memory")
+        return StoreError(f"the query worker died (exit code {code})")
 
     def ask(self, query: str, **kw: Any) -> bool:
         res = self.query(query, **kw)

@@ -135,9 +135,14 @@ def test_row_cap_truncates_through_the_limit(server: OxigraphServer) -> None:
 
 @needs_server
 def test_a_bad_query_is_the_servers_error_text(server: OxigraphServer) -> None:
+    # parses (the safety check reads it) but names an undeclared prefix: the server's own 400
     with EndpointStore(server.url) as store, pytest.raises(QueryError, match="HTTP 400") as e:
-        store.query("SELECT ?x WHERE { ?x ")
+        store.query("SELECT ?x WHERE { ?x nosuchprefix:p ?o }")
     assert e.value.info.stage == "execute" and e.value.exit_code == 3 and not isinstance(e.value, EndpointError)
+    # a query the safety check cannot parse is refused before it is sent (it could hide a SERVICE)
+    with EndpointStore(server.url) as store, pytest.raises(QueryError, match="does not parse") as e:
+        store.query("SELECT ?x WHERE { ?x ")
+    assert e.value.exit_code == 3 and not isinstance(e.value, EndpointError)
 
 
 @needs_server

@@ -140,7 +140,18 @@ def test_bad_queries_are_json_errors(endpoint: str, query: str, status: int, wor
 def test_protocol_usage_errors(endpoint: str) -> None:
     res = httpx.post(endpoint, content="x", headers={"content-type": "text/plain"})
     assert res.status_code == 415 and "application/sparql-query" in res.json()["error"]["message"]
-    res = httpx.get(endpoint, params={"query": "ASK {}", "default-graph-uri": "urn:g"})
-    assert res.status_code == 400 and "not supported" in res.json()["error"]["message"]
+    res = httpx.get(endpoint, params={"query": "ASK { ?s ?p ?o }", "default-graph-uri": "urn:no-such-graph"})
+    assert res.status_code == 200 and res.json()["boolean"] is False  # the dataset is the protocol's: empty
+    res = httpx.get(endpoint, params={"query": "ASK {}", "named-graph-uri": "not an iri"})
+    assert res.status_code == 400 and "absolute IRI" in res.json()["error"]["message"]
+    res = httpx.get(endpoint, params={"query": "ASK {}", "format": "foo"})  # was silently ignored
+    assert res.status_code == 400 and "unknown format 'foo'" in res.json()["error"]["message"]
+    for ctype, body in (("application/sparql-query; charset=UTF-16", "ASK {}".encode("utf-16")),
+                        ("application/sparql-query", "ASK {}".encode("utf-16-le")),
+                        ("application/sparql-query", b"ASK { FILTER(\"\xe9\") }")):
+        res = httpx.post(endpoint, content=body, headers={"content-type": ctype})
+        assert 400 <= res.status_code < 500 and "UTF-8" in res.json()["error"]["message"], (ctype, body)
+    res = httpx.get(endpoint + "?query=ASK%20%7B%20FILTER(%22%E9%22)%20%7D")  # %E9: Latin-1, not UTF-8
+    assert res.status_code == 400 and "not UTF-8" in res.json()["error"]["message"]
     res = httpx.get(endpoint, params=[("query", "ASK {}"), ("query", "ASK {}")])
     assert res.status_code == 400

@@ -126,6 +126,7 @@ class StorePool:
         self.stores = [open_store(store_dir, endpoint=endpoint, timeout_s=timeout_s, row_cap=row_cap, dialect=dialect)
                        for _ in range(max(1, n))]
         self._free: asyncio.Queue[Any] = asyncio.Queue()
+        self._running: dict[Any, Any] = {}  # the task awaiting a query -> the store running it
         for s in self.stores:
             self._free.put_nowait(s)
 
@@ -140,18 +141,39 @@ class StorePool:
             elif isinstance(r, BaseException):
                 raise r
 
-    async def query(self, query: str, queue_timeout_s: float) -> Any:
+    async def query(self, query: str, queue_timeout_s: float, dataset: Any = None) -> Any:
         try:
             store = await asyncio.wait_for(self._free.get(), queue_timeout_s)
         except TimeoutError:
             raise ServerError(503, f"all {len(self.stores)} query workers stayed busy for {queue_timeout_s:g} s; "
                                    "retry later", "server", {"Retry-After": "5"}) from None
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, store.query, query)
-        future.add_done_callback(lambda _: self._free.put_nowait(store))
+        if dataset and not hasattr(store, "interrupt"):
+            self._free.put_nowait(store)
+            raise ServerError(400, "default-graph-uri and named-graph-uri are not supported over a remote endpoint",
+                              "execute")
+        task = asyncio.current_task()
+        if task is not None:
+            self._running[task] = store
+        call = (lambda: store.query(query, dataset=dataset)) if dataset else (lambda: store.query(query))
+        future = loop.run_in_executor(None, call)
+
+        def release(_: Any) -> None:
+            if task is not None:
+                self._running.pop(task, None)
+            self._free.put_nowait(store)
+
+        future.add_done_callback(release)
         # LocalStore.query is bounded by its own deadline (the worker is killed at it), EndpointStore.query by its
         # client-side deadline
         return await asyncio.shield(future)
+
+    def interrupt(self, task: Any) -> None:
+        """Stop the query `task` waits for (its client went away): LocalStore kills its worker; a remote
+        endpoint's query runs to its deadline."""
+        store = self._running.get(task)
+        if store is not None and hasattr(store, "interrupt"):
+            store.interrupt()
 
     def close(self) -> None:
         for s in self.stores:

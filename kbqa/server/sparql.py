@@ -3,11 +3,14 @@
 Queries run through `LocalStore.query` (worker process, deadline, row cap). Results are written by
 pyoxigraph's own serializers: the worker's SPARQL-JSON-shaped rows are read back as query solutions
 and serialized as SPARQL JSON / XML / CSV / TSV; CONSTRUCT and DESCRIBE triples as Turtle, N-Triples or
-RDF/XML. Updates are refused with 403 and SERVICE with 400 before anything runs.
+RDF/XML. Updates are refused with 403 and SERVICE with 400 before anything runs (decided from a parse:
+kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
+the store's named graphs. When the client goes away, its query's worker is killed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs
@@ -16,7 +19,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kb_dumps.errors import EndpointError, QueryError, StoreError
-from kb_dumps.store import QueryResult, Term, check_query_text
+from kb_dumps.sparql_check import RefusedQuery
+from kb_dumps.store import Dataset, QueryResult, ResourceError, Term
 from kbqa.server.errors import ServerError
 from kbqa.server.schemas import ErrorResponse
 
@@ -112,33 +116,55 @@ def serialize(res: QueryResult, media: str) -> bytes:
     return solutions.serialize(format=getattr(ox.QueryResultsFormat, fmt))
 
 
-def refuse_unsafe(query: str) -> None:
-    """Updates → 403 (the endpoint is read-only); SERVICE → 400 (pyoxigraph would call other hosts)."""
+def refusal_status(e: RefusedQuery) -> int:
+    """Updates → 403 (the endpoint is read-only); SERVICE, or a query the checker cannot parse → 400."""
+    return 403 if e.refusal == "update" else 400
+
+
+def _charset(content_type: str) -> str | None:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
+
+
+def _utf8(body: bytes, what: str) -> str:
     try:
-        check_query_text(query)
-    except QueryError as e:
-        status = 400 if e.info.message.startswith("SERVICE") else 403
-        raise ServerError(status, e.info.message, "execute") from None
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ServerError(400, f"{what} is not UTF-8 (byte {e.start}); the SPARQL Protocol requires UTF-8",
+                          "execute") from None
+    if "\x00" in text:
+        raise ServerError(400, f"{what} contains a NUL character; is it UTF-16? the SPARQL Protocol requires UTF-8",
+                          "execute")
+    return text
+
+
+def _parse_qs(text: str, what: str) -> dict[str, list[str]]:
+    try:  # strict: a percent-encoded byte sequence that is not UTF-8 is refused, not turned into U+FFFD
+        return parse_qs(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise ServerError(400, f"{what} percent-encodes bytes that are not UTF-8", "execute") from None
 
 
 async def _read_query(request: Request) -> tuple[str, dict[str, list[str]]]:
-    params = parse_qs(request.url.query, keep_blank_values=True)
+    params = _parse_qs(request.url.query, "the query string")
     if request.method == "POST":
-        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        full_type = request.headers.get("content-type", "")
+        ctype = full_type.split(";")[0].strip().lower()
+        charset = _charset(full_type)
         body = await request.body()
         if ctype in UPDATE_TYPES:
             raise ServerError(403, "SPARQL Update is refused: this endpoint is read-only", "execute")
+        if charset not in (None, "utf-8", "utf8") and ctype in ("application/x-www-form-urlencoded",
+                                                                 "application/sparql-query"):
+            raise ServerError(415, f"charset {charset!r} is not accepted: the SPARQL Protocol requires UTF-8", "usage")
         if ctype == "application/x-www-form-urlencoded":
-            try:
-                form = parse_qs(body.decode("utf-8"), keep_blank_values=True)
-            except UnicodeDecodeError:
-                raise ServerError(400, "the form body is not UTF-8", "execute") from None
+            form = _parse_qs(_utf8(body, "the form body"), "the form body")
             params = {**params, **form}
         elif ctype == "application/sparql-query":
-            try:
-                params = {**params, "query": [body.decode("utf-8")]}
-            except UnicodeDecodeError:
-                raise ServerError(400, "the query is not UTF-8", "execute") from None
+            params = {**params, "query": [_utf8(body, "the query")]}
         else:
             raise ServerError(415, f"unsupported content type {ctype or '(none)'!r}: send the query as "
                                    "application/sparql-query or as a form field query=", "usage")
@@ -147,21 +173,49 @@ async def _read_query(request: Request) -> tuple[str, dict[str, list[str]]]:
     queries = params.get("query", [])
     if len(queries) != 1 or not queries[0].strip():
         raise ServerError(400, "give exactly one non-empty query: GET /sparql?query=… or POST it", "execute")
-    if any(v.strip() for k in ("default-graph-uri", "named-graph-uri") for v in params.get(k, [])):
-        raise ServerError(400, "default-graph-uri and named-graph-uri are not supported: the default graph is the "
-                               "union of all graphs of the store", "execute")
     return queries[0], params
+
+
+def dataset_of(params: dict[str, list[str]]) -> Dataset | None:
+    """The protocol's dataset: each default-graph-uri / named-graph-uri must be an absolute IRI."""
+    from kb_dumps.sparql_text import IRIREF
+
+    graphs: dict[str, tuple[str, ...]] = {}
+    for key in ("default-graph-uri", "named-graph-uri"):
+        values = tuple(v.strip() for v in params.get(key, []) if v.strip())
+        bad = [v for v in values if not IRIREF.fullmatch(v) or ":" not in v]
+        if bad:
+            raise ServerError(400, f"{key} {bad[0][:200]!r} is not an absolute IRI", "execute")
+        graphs[key] = values
+    dataset = Dataset(graphs["default-graph-uri"], graphs["named-graph-uri"])
+    return dataset or None
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "SPARQL results (JSON, XML, CSV, TSV) or RDF (Turtle, N-Triples, RDF/XML) by Accept",
           "content": {m: {} for m in [*RESULT_TYPES, *GRAPH_TYPES]}},
     **{code: {"model": ErrorResponse, "description": why} for code, why in (
-        (400, "malformed query, SERVICE, or a missing query"), (403, "an update (the endpoint is read-only)"),
+        (400, "malformed query, SERVICE, a bad dataset IRI or format, or a missing query"),
+        (403, "an update (the endpoint is read-only)"),
         (406, "no acceptable result format"), (413, "the body is too large"), (415, "unsupported content type"),
         (429, "too many requests in flight"), (502, "the remote SPARQL endpoint behind the server failed"),
         (503, "query workers busy or store failure"),
+        (507, "the query went past the worker's memory bound or the result-size bound"),
         (504, "the query ran past its time budget"))}}
+
+
+async def _run(request: Request, query: str, dataset: Dataset | None) -> QueryResult:
+    """The query on a free worker; when the client disconnects first, the worker's query is killed so that
+    the worker serves the next request instead of finishing work nobody will read."""
+    state = request.app.state.kbqa
+    task = asyncio.ensure_future(state.store_pool.query(query, state.settings.queue_timeout_s, dataset))
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=0.25)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            state.store_pool.interrupt(task)
+            raise ServerError(499, "the client went away; its query was stopped", "execute")
 
 
 async def sparql(request: Request) -> Response:
@@ -170,14 +224,20 @@ async def sparql(request: Request) -> Response:
     if state.store_pool is None:
         raise ServerError(503, "this server has no store: start it with --store DIR", "store")
     query, params = await _read_query(request)
+    dataset = dataset_of(params)
+    fmt = (params.get("format") or params.get("output") or [None])[0]
+    if fmt is not None and fmt.lower() not in FORMAT_PARAM and fmt.lower() not in {*RESULT_TYPES, *GRAPH_TYPES}:
+        raise ServerError(400, f"unknown format {fmt[:80]!r}; one of: {', '.join(sorted(FORMAT_PARAM))}", "usage")
     if state.profile is not None:
         from kbqa.commands.sparql import with_prefixes
 
         query = with_prefixes(query, state.profile.prefixes)  # as WDQS does, the KB's prefixes are predeclared
-    refuse_unsafe(query)
-    fmt = (params.get("format") or params.get("output") or [None])[0]
     try:
-        res = await state.store_pool.query(query, state.settings.queue_timeout_s)
+        res = await _run(request, query, dataset)
+    except RefusedQuery as e:
+        raise ServerError(refusal_status(e), e.info.message, "execute") from None
+    except ResourceError as e:
+        raise ServerError(507, e.info.message, "execute") from None
     except EndpointError as e:
         # the remote endpoint behind this server failed (down, HTTP error, garbage): a gateway error, not the
         # client's query, unless the endpoint refused the query itself (HTTP 400)
