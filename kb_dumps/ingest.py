@@ -18,6 +18,7 @@ import shutil
 import sqlite3
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -30,7 +31,15 @@ from kb_dumps.errors import IngestError, StoreError
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import detect_profile, get_profile
-from kb_dumps.readers import FORMATS, LineSegmentReader, ReadStats, detect_format, open_binary, read_source
+from kb_dumps.readers import (
+    FORMATS,
+    LineSegmentReader,
+    ReadStats,
+    compressed_errors,
+    detect_format,
+    open_binary,
+    read_source,
+)
 
 MANIFEST_FORMAT = "kbqa-store/1"
 
@@ -234,6 +243,8 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
     root = Path(store)
     paths = [Path(s) for s in sources]
     for p in paths:
+        if p.is_dir():
+            raise IngestError("is a directory; give the dump files in it (e.g. DIR/*.nt.gz)", file=str(p))
         if not p.is_file():
             raise IngestError("no such file", file=str(p))
     formats = formats or {}
@@ -281,15 +292,16 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
                 stats = ReadStats()
                 bar = _progress(progress, r.name)
                 try:
-                    if FORMATS[r.format][1] and r.format != "wikidata-json" and not skip_bad_lines:
-                        collector.flush()  # the scanner process writes the memory file next
-                        memory.commit()
-                        _bulk_load_lines(Path(r.path), r.format, ox_store, building / "labels.sqlite", prof_name,
-                                         languages, generation, r, stats, bar)
-                    else:
-                        quads = read_source(Path(r.path), r.format, stats, skip_bad_lines=skip_bad_lines,
-                                            languages=languages)
-                        ox_store.bulk_extend(_counted(quads, collector, r, bar))
+                    with compressed_errors(Path(r.path)):  # a truncated .gz: one line, not an EOFError
+                        if FORMATS[r.format][1] and r.format != "wikidata-json" and not skip_bad_lines:
+                            collector.flush()  # the scanner process writes the memory file next
+                            memory.commit()
+                            _bulk_load_lines(Path(r.path), r.format, ox_store, building / "labels.sqlite",
+                                             prof_name, languages, generation, r, stats, bar)
+                        else:
+                            quads = read_source(Path(r.path), r.format, stats, skip_bad_lines=skip_bad_lines,
+                                                languages=languages)
+                            ox_store.bulk_extend(_counted(quads, collector, r, bar))
                 finally:
                     if bar is not None:
                         bar.close()
@@ -336,8 +348,8 @@ def _detect(report: SourceReport | None, languages: tuple[str, ...]) -> str:
             iris.append(q.predicate.value)
             if i >= 500:
                 break
-    except IngestError:
-        pass  # the real pass reports the error with its line
+    except (IngestError, EOFError, OSError, zlib.error):
+        pass  # the real pass reports the error with its line (a truncated archive too)
     if report.format == "freebase":
         return "freebase"
     return detect_profile(iris)

@@ -8,8 +8,10 @@ that an error names the absolute line and `skip_bad_lines` can drop one line and
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +83,28 @@ def open_binary(path: Path) -> IO[bytes]:
         return open(path, "rb")
     except OSError as e:
         raise IngestError(f"cannot open: {e.strerror or e}", file=str(path)) from None
+
+
+@contextlib.contextmanager
+def compressed_errors(path: Path) -> Iterator[None]:
+    """A truncated or corrupt .gz / .bz2 as one ingest error naming the file (exit 3), whoever was reading it:
+    gzip raises EOFError / BadGzipFile, bz2 EOFError / OSError, zlib its own error; pyoxigraph, reading the
+    stream in Rust, may pass them on as OSError."""
+    comp, _ = split_compression(path)
+    try:
+        yield
+    except IngestError:
+        raise
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        kind = {"gz": "gzip", "bz2": "bzip2"}.get(comp, "compressed")
+        what = "is truncated" if isinstance(e, EOFError) else f"is not valid {kind} data"
+        raise IngestError(f"the {kind} file {what} ({e}); download it again", file=str(path)) from None
+    except OSError as e:
+        if not comp or isinstance(e, FileNotFoundError | PermissionError | IsADirectoryError):
+            raise
+        kind = {"gz": "gzip", "bz2": "bzip2"}[comp]
+        raise IngestError(f"the {kind} file is truncated or corrupt ({e}); download it again",
+                          file=str(path)) from None
 
 
 def _error_line(err: SyntaxError) -> int:

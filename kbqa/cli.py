@@ -43,12 +43,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _not_utf8(argv: list[str]) -> str | None:
+    """Why an argument is not text: bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape)."""
+    for i, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as e:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:80]
+            return (f"argument {i} ({shown!r}) is not valid UTF-8 text (at character {e.start}); "
+                    "check the terminal's encoding")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models load from disk; never from a hub at run time
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # The model's own weight-loading bars are noise next to ours (tqdm on real work only).
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    bad = _not_utf8(sys.argv[1:] if argv is None else argv)
+    if bad is not None:  # before any verb: an embedder or a store must never see a lone surrogate
+        print(f"error: [usage] {bad}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2), format="%(levelname)s %(message)s")

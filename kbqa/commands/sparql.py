@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 
 from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
@@ -29,10 +30,46 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
                                  "store's KB profile are added when missing")
     add_store_flag(p)
     add_endpoint_flags(p)
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds before the query is stopped (default 10)")
-    p.add_argument("--limit", type=int, default=DEFAULT_ROW_CAP, help=f"row cap (default {DEFAULT_ROW_CAP})")
+    p.add_argument("--timeout", type=seconds, default=10.0,
+                   help="seconds before the query is stopped (default 10; more than 0, at most a day)")
+    p.add_argument("--limit", type=row_cap, default=DEFAULT_ROW_CAP, help=f"row cap (default {DEFAULT_ROW_CAP})")
     add_format_flag(p, ("text", "json", "csv", "tsv"))
     return p
+
+
+MAX_SECONDS = 86_400.0  # a time budget past a day is a typo (1e9 overflowed the worker's poll)
+
+
+def seconds(text: str) -> float:
+    """A time budget: finite, more than 0, at most a day (argparse turns the ValueError into exit 2)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time budget: give seconds, more than 0 and at most "
+                                         f"{MAX_SECONDS:g} (a day)")
+    return value
+
+
+def row_cap(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the row cap cannot be negative")
+    return value
+
+
+def read_query_file(path: str) -> str:
+    """The query in FILE, for `@FILE`: a directory, a binary or a non-UTF-8 file is one clear line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except IsADirectoryError:
+        raise KBQAError("the query file is a directory; give a file with the query", file=path) from None
+    except OSError as e:
+        raise KBQAError(f"cannot read the query file: {e.strerror}", file=path) from None
+    except UnicodeDecodeError as e:
+        raise KBQAError(f"the query file is not UTF-8 text (byte {e.start}); is it binary?", file=path) from None
+    if "\x00" in text:
+        raise KBQAError("the query file contains NUL characters; is it binary?", file=path)
+    return text
 
 
 def with_prefixes(query: str, prefixes: dict[str, str]) -> str:
@@ -67,6 +104,8 @@ def print_table(res: QueryResult, profile, fmt: str) -> None:  # noqa: ANN001
         w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
         w.writerow(res.vars)
         w.writerows(rows)
+        if res.truncated:  # the table has no room for the notice: stderr, as for text
+            print(f"{len(rows)} row(s): cut at the row cap of {len(rows)}; raise it with --limit", file=sys.stderr)
         return
     widths = [max([len(v) + 1] + [min(len(r[i]), 60) for r in rows]) for i, v in enumerate(res.vars)]
     print("  ".join(("?" + v).ljust(w) for v, w in zip(res.vars, widths, strict=True)))
@@ -84,11 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     query = args.query
     if query.startswith("@"):
-        try:
-            with open(query[1:], encoding="utf-8") as f:
-                query = f.read()
-        except OSError as e:
-            raise KBQAError(f"cannot read the query file: {e.strerror}", file=query[1:]) from None
+        query = read_query_file(query[1:])
     store_dir, endpoint = store_target(args)
     if store_dir is not None:
         profile = get_profile(StoreLayout.of(store_dir).profile_name)

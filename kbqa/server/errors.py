@@ -94,6 +94,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         stage = "usage" if exc.status_code < 500 else "server"
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's answer to a body that is not UTF-8: the README promises 422 for malformed JSON
+            return error_response(422, "usage", "the body is not valid JSON in UTF-8")
         if exc.status_code == 404:
             message = f"no route {request.url.path}; see /openapi.json for the routes"
         elif exc.status_code == 405:

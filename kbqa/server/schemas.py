@@ -7,11 +7,31 @@ validate real responses against /openapi.json, so a drift between the two is cau
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, RootModel, field_validator
+from pydantic import AfterValidator, BaseModel, Field, RootModel, field_validator
 
-Frontend = Literal["desq", "qcompiler", "pyrag"]
+from kbqa.frontends import FRONTENDS
+
+
+def _known_frontend(name: str) -> str:
+    if name not in FRONTENDS:
+        raise ValueError(f"unknown front-end {name!r}; choose one of {', '.join(FRONTENDS.names())}")
+    return name
+
+
+def _frontend_enum(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(FRONTENDS.names())  # read when /openapi.json is made: registered front-ends included
+
+
+def _translator_names(schema: dict[str, Any]) -> None:
+    from kbqa.translators import translator_names
+
+    schema["examples"] = list(translator_names())
+
+
+# A front-end name: validated against, and published from, the registry (`kbqa.frontends.FRONTENDS`).
+Frontend = Annotated[str, AfterValidator(_known_frontend), Field(json_schema_extra=_frontend_enum)]
 
 
 # ---- errors ---------------------------------------------------------------------------------------
@@ -165,6 +185,8 @@ class Health(BaseModel):
     status: str = Field(description="ok | draining")
     store: str | None
     profile: str | None = Field(default=None, description="the KB profile (wikidata, freebase, generic, …)")
+    translator: str | None = Field(default=None, json_schema_extra=_translator_names,
+                                   description="the translator answering questions (`kbqa serve --backend`)")
     engines: int
     engines_busy: int
     sparql_workers: int
@@ -173,8 +195,20 @@ class Health(BaseModel):
 
 
 # ---- requests ----------------------------------------------------------------------------------------
+def check_text(text: str, what: str) -> str:
+    """ValueError (422) for a lone surrogate: JSON may carry one ("\\ud800"), and it is not text the embedder,
+    the tokenizer or a UTF-8 encoder can take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what} is not valid Unicode text: a lone surrogate {text[e.start]!a} at character "
+                         f"{e.start}") from None
+    return text
+
+
 def check_question(text: str, limit: int) -> str:
-    """The question, stripped; ValueError (a 422 usage error) when it is empty or longer than `limit`."""
+    """The question, stripped; ValueError (a 422 usage error) when it is empty, longer than `limit` or not text."""
+    check_text(text, "the question")
     if not text.strip():
         raise ValueError("the question is empty; write a question in words, e.g. 'where was sasha vujačić born'")
     if len(text) > limit:
@@ -198,6 +232,11 @@ class GenerateRequest(_QuestionOptions):
     question: str = Field(description="the question, in words", examples=["where was sasha vujačić born"])
     id: str | None = Field(default=None, description="a question id (the replay backend looks outputs up by it)")
 
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str | None) -> str | None:
+        return v if v is None else check_text(v, "the id")
+
 
 class AskRequest(GenerateRequest):
     execute: bool = Field(default=True, description="run the query on the store (false: generate only)")
@@ -218,4 +257,4 @@ class CompileRequest(BaseModel):
     def _source(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("the source is empty; give a DeSQ, QCompiler or PyRAG text")
-        return v
+        return check_text(v, "the source")

@@ -215,6 +215,7 @@ async def _run(request: Request, query: str, dataset: Dataset | None) -> QueryRe
             return task.result()
         if await request.is_disconnected():
             state.store_pool.interrupt(task)
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # its "cancelled" error is expected
             raise ServerError(499, "the client went away; its query was stopped", "execute")
 
 

@@ -1,0 +1,115 @@
+"""Every CLI verb × bad input class: one line, no traceback, the documented exit code, the store unchanged;
+and the HTTP equivalents: a JSON error body, never a 500."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+from pathlib import Path
+
+import httpx
+import pytest
+from server_harness import LiveServer
+
+from kbqa.server import ServerSettings, create_app
+
+NT = "".join(f"<http://example.org/n{i}> <http://example.org/p> \"w{i}\" .\n" for i in range(2000))
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name != ".lock":
+            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("bad")
+    gz, bz = gzip.compress(NT.encode()), bz2.compress(NT.encode())
+    files = {"truncated.nt.gz": gz[: len(gz) // 2], "truncated.nt.bz2": bz[: len(bz) // 2],
+             "notgzip.nt.gz": NT.encode(), "binary.nt": bytes(range(256)) * 4,
+             "latin1.nt": '<http://e.org/a> <http://e.org/b> "caf\xe9" .\n'.encode("latin-1"),
+             "binary.rq": bytes(range(256)), "huge.nt": b"<http://e.org/a> <http://e.org/b> \"" + b"x" * 3_000_000}
+    out = {}
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+        out[name] = d / name
+    (d / "adir.nt").mkdir()
+    out["adir.nt"] = d / "adir.nt"
+    out["missing.nt"] = d / "missing.nt"
+    return out
+
+
+CASES = [  # (argv with {store} / {f:NAME}, exit code, words in the one line)
+    (["ingest", "{f:truncated.nt.gz}", "--store", "{store}", "--append"], 3, "truncated"),
+    (["ingest", "{f:truncated.nt.bz2}", "--store", "{store}", "--append"], 3, "truncated"),
+    (["ingest", "{f:notgzip.nt.gz}", "--store", "{store}", "--append"], 3, "not valid gzip"),
+    (["ingest", "{f:adir.nt}", "--store", "{store}", "--append"], 3, "is a directory"),
+    (["ingest", "{f:missing.nt}", "--store", "{store}", "--append"], 3, "no such file"),
+    (["ingest", "{f:binary.nt}", "--store", "{store}", "--append"], 3, "binary.nt"),
+    (["ingest", "{f:latin1.nt}", "--store", "{store}", "--append"], 3, "latin1.nt"),
+    (["ingest", "{f:huge.nt}", "--store", "{store}", "--append"], 3, "huge.nt"),
+    (["sparql", "ASK {}", "--store", "{store}", "--timeout", "1e9"], 2, "time budget"),
+    (["sparql", "ASK {}", "--store", "{store}", "--timeout", "inf"], 2, "time budget"),
+    (["sparql", "ASK {}", "--store", "{store}", "--timeout", "nan"], 2, "time budget"),
+    (["sparql", "ASK {}", "--store", "{store}", "--timeout", "0"], 2, "time budget"),
+    (["sparql", "ASK {}", "--store", "{store}", "--timeout", "-1"], 2, "time budget"),
+    (["sparql", "ASK {}", "--store", "{store}", "--limit", "-5"], 2, "negative"),
+    (["sparql", "@{f:binary.rq}", "--store", "{store}"], 2, "not UTF-8"),
+    (["sparql", "@{f:adir.nt}", "--store", "{store}"], 2, "directory"),
+    (["sparql", "@{f:missing.nt}", "--store", "{store}"], 2, "cannot read"),
+    (["sparql", "ASK { FILTER('caf\udce9') }", "--store", "{store}"], 2, "not valid UTF-8"),
+    (["ask", "caf\udce9 where", "--store", "{store}"], 2, "not valid UTF-8"),
+    (["compile", "caf\udce9", "--store", "{store}"], 2, "not valid UTF-8"),
+    (["ground", "caf\udce9", "--store", "{store}"], 2, "not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("argv,code,words", CASES, ids=[" ".join(c[0][:2]) + f" {i}" for i, c in enumerate(CASES)])
+def test_cli_bad_input(small_store: Path, bad_files: dict[str, Path], run_cli, argv: list[str], code: int,
+                       words: str) -> None:
+    before = tree_digest(small_store)
+    args = [a.replace("{store}", str(small_store)) for a in argv]
+    for name, path in bad_files.items():
+        args = [a.replace("{f:" + name + "}", str(path)) for a in args]
+    try:
+        got, out, err = run_cli(*args)
+    except SystemExit as e:  # argparse's usage errors
+        got, err = e.code, ""
+    assert got == code, err
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error") or "Traceback" in ln]
+    assert "Traceback" not in err and len(lines) <= 1
+    if err:
+        assert words in err, err
+    assert tree_digest(small_store) == before
+
+
+@pytest.fixture(scope="module")
+def server(small_store: Path):
+    with LiveServer(create_app(ServerSettings(store=small_store))) as live:
+        yield live.url
+
+
+HTTP_CASES = [  # (method, path, kwargs, status)
+    ("POST", "/v1/ask", {"content": b'{"question": "caf\\udce9 where"}'}, 422),
+    ("POST", "/v1/generate", {"content": b'{"question": "\\ud800"}'}, 422),
+    ("POST", "/v1/batch", {"content": b'{"questions": ["ok", "\\udfff x"]}'}, 422),
+    ("POST", "/v1/compile", {"content": b'{"source": "AC1: \\ud800"}'}, 422),
+    ("POST", "/v1/ask", {"content": b'{"question": "caf\xe9"}'}, 422),  # invalid UTF-8 JSON
+    ("GET", "/sparql?query=ASK%20%7B%7D&format=foo", {}, 400),
+    ("GET", "/sparql?query=ASK%20%7B%20FILTER(%22%E9%22)%20%7D", {}, 400),
+    ("POST", "/sparql", {"content": "ASK {}".encode("utf-16"),
+                         "headers": {"content-type": "application/sparql-query; charset=UTF-16"}}, 415),
+    ("GET", "/sparql?query=ASK%20%7B%7D&default-graph-uri=not%20an%20iri", {}, 400),
+]
+
+
+@pytest.mark.parametrize("method,path,kwargs,status", HTTP_CASES)
+def test_http_bad_input(server: str, method: str, path: str, kwargs: dict, status: int) -> None:
+    headers = {"content-type": "application/json", **kwargs.pop("headers", {})}
+    res = httpx.request(method, server + path, headers=headers, timeout=60, **kwargs)
+    assert res.status_code == status, res.text
+    assert set(res.json()["error"]) >= {"stage", "message"}
