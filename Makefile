@@ -2,24 +2,34 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+# .installed: everything (`.[test]`, which includes the train stack); .installed-core: the query path only.
 STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.installed-core
 
-.PHONY: demo test install lint samples bench clean browser llama
+.PHONY: test-adversarial demo test install install-core lint samples bench clean browser llama
+
+$(CORE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip >/dev/null
+	$(BIN)/pip install -e .
+	touch $(CORE_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip >/dev/null
 	$(BIN)/pip install -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE_STAMP)
 
 install: $(STAMP)
+install-core: $(CORE_STAMP)
 
 KBQA := HF_HUB_OFFLINE=1 $(BIN)/kbqa
 DEMO_STORE := .kbqa/stores/wikidata-mini
 
 # Build the bundled wikidata-mini store, its grounding index and its case bank (each once), then
-# answer a question end to end: the SPARQL, the answers with labels, the step report.
-demo: $(STAMP)
+# answer a question end to end: the SPARQL, the answers with labels, the step report. Core install
+# only: no torch (the embedder is the static model shipped in grounding/models/).
+demo: $(CORE_STAMP)
 	$(KBQA) ingest --sample wikidata-mini
 	test -f $(DEMO_STORE)/current/index/meta.json || $(KBQA) index
 	test -f $(DEMO_STORE)/current/cases/meta.json || $(KBQA) cases build --limit 5000
@@ -44,6 +54,10 @@ test: $(STAMP) browser llama
 # Maintainers only: rebuild the committed sample dumps and benchmark copies from ../shared/data.
 samples: $(STAMP)
 	$(BIN)/python -m kb_dumps.build_samples
+
+# Nightly-style: the adversarial suite with 2,000 generated examples per property (CI runs 200).
+test-adversarial: $(STAMP)
+	HF_HUB_OFFLINE=1 HYPOTHESIS_PROFILE=nightly $(BIN)/pytest -q tests/adversarial
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest.py

@@ -106,8 +106,9 @@ class Dataset:
 
     default_graphs: tuple[str, ...] = ()
     named_graphs: tuple[str, ...] = ()
+    base_iri: str | None = None  # relative IRIs in the query resolve against it (the endpoint's URL)
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> bool:  # whether it names graphs (a base IRI alone leaves the union default graph)
         return bool(self.default_graphs or self.named_graphs)
 
 
@@ -120,6 +121,8 @@ def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = No
     import pyoxigraph as ox
 
     options: dict[str, Any] = {}
+    if dataset is not None and dataset.base_iri:
+        options["base_iri"] = dataset.base_iri
     if dataset:
         # a protocol dataset replaces the query's: with only named graphs, the default graph is empty
         options["default_graph"] = [ox.NamedNode(g) for g in dataset.default_graphs]

@@ -12,12 +12,15 @@ import concurrent.futures as cf
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kb_dumps.errors import KBQAError
 from kbqa.server.errors import ServerError
 from kbqa.server.limits import timed
 from kbqa.translators.base import TranslationResult, Translator
+
+if TYPE_CHECKING:
+    from kbqa.pipeline import Engine
 
 log = logging.getLogger("kbqa.server")
 T = TypeVar("T")
@@ -28,7 +31,7 @@ class UnavailableTranslator(Translator):
     question fails at stage translate with the reason, while /v1/compile and /sparql keep working."""
 
     name = "unavailable"
-    frontends = ("desq", "qcompiler", "pyrag")
+    frontends = None
 
     def __init__(self, error: KBQAError):
         self.error = error
@@ -43,19 +46,18 @@ class EngineWorker:
     def __init__(self, index: int):
         self.index = index
         self.executor = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kbqa-engine-{index}")
-        self.engine: Any = None
+        self.engine: Engine | None = None
         self.translator: Translator | None = None
 
-    def open(self, make_engine: Callable[[], Any], make_translator: Callable[[Any], Translator],
-             model_timeout_s: float) -> None:
+    def open(self, make_engine: Callable[[], Engine], model_timeout_s: float) -> None:
         self.engine = make_engine()
-        if getattr(self.engine, "store_dir", None) is not None:
+        if self.engine.store_dir is not None:
             try:  # open the store and start its query worker now, not on the first question
                 self.engine.assembler.store.query("ASK {}")
             except KBQAError as e:
                 log.warning("the store did not answer at startup: %s", e.info)
-        try:
-            translator: Translator = make_translator(self.engine)
+        try:  # the engine makes its translator from the settings, over its own store and label memory
+            translator: Translator = self.engine.translator
         except KBQAError as e:
             log.warning("questions cannot be translated: %s", e.info)
             translator = UnavailableTranslator(e)
@@ -73,10 +75,9 @@ class EngineWorker:
 class EnginePool:
     """`n` engine workers; `run(fn)` calls `fn(worker)` on a free one, within a queue wait and a deadline."""
 
-    def __init__(self, n: int, make_engine: Callable[[], Any], make_translator: Callable[[Any], Translator],
-                 model_timeout_s: float):
+    def __init__(self, n: int, make_engine: Callable[[], Engine], model_timeout_s: float):
         self.workers = [EngineWorker(i) for i in range(max(1, n))]
-        self._make = (make_engine, make_translator, model_timeout_s)
+        self._make = (make_engine, model_timeout_s)
         self._free: asyncio.Queue[EngineWorker] = asyncio.Queue()
 
     @property
@@ -155,7 +156,9 @@ class StorePool:
         task = asyncio.current_task()
         if task is not None:
             self._running[task] = store
-        call = (lambda: store.query(query, dataset=dataset)) if dataset else (lambda: store.query(query))
+        # LocalStore takes the protocol's dataset and base IRI; an EndpointStore only the query
+        call = (lambda: store.query(query, dataset=dataset)) if hasattr(store, "interrupt") else (
+            lambda: store.query(query))
         future = loop.run_in_executor(None, call)
 
         def release(_: Any) -> None:

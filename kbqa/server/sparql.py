@@ -176,8 +176,9 @@ async def _read_query(request: Request) -> tuple[str, dict[str, list[str]]]:
     return queries[0], params
 
 
-def dataset_of(params: dict[str, list[str]]) -> Dataset | None:
-    """The protocol's dataset: each default-graph-uri / named-graph-uri must be an absolute IRI."""
+def dataset_of(params: dict[str, list[str]], base_iri: str) -> Dataset:
+    """The protocol's dataset (each default-graph-uri / named-graph-uri must be an absolute IRI), and the base
+    IRI of the query: this endpoint's URL, as the protocol allows."""
     from kb_dumps.sparql_text import IRIREF
 
     graphs: dict[str, tuple[str, ...]] = {}
@@ -187,8 +188,7 @@ def dataset_of(params: dict[str, list[str]]) -> Dataset | None:
         if bad:
             raise ServerError(400, f"{key} {bad[0][:200]!r} is not an absolute IRI", "execute")
         graphs[key] = values
-    dataset = Dataset(graphs["default-graph-uri"], graphs["named-graph-uri"])
-    return dataset or None
+    return Dataset(graphs["default-graph-uri"], graphs["named-graph-uri"], base_iri)
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -204,7 +204,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
         (504, "the query ran past its time budget"))}}
 
 
-async def _run(request: Request, query: str, dataset: Dataset | None) -> QueryResult:
+async def _run(request: Request, query: str, dataset: Dataset) -> QueryResult:
     """The query on a free worker; when the client disconnects first, the worker's query is killed so that
     the worker serves the next request instead of finishing work nobody will read."""
     state = request.app.state.kbqa
@@ -225,7 +225,7 @@ async def sparql(request: Request) -> Response:
     if state.store_pool is None:
         raise ServerError(503, "this server has no store: start it with --store DIR", "store")
     query, params = await _read_query(request)
-    dataset = dataset_of(params)
+    dataset = dataset_of(params, str(request.url.replace(query="")))
     fmt = (params.get("format") or params.get("output") or [None])[0]
     if fmt is not None and fmt.lower() not in FORMAT_PARAM and fmt.lower() not in {*RESULT_TYPES, *GRAPH_TYPES}:
         raise ServerError(400, f"unknown format {fmt[:80]!r}; one of: {', '.join(sorted(FORMAT_PARAM))}", "usage")
