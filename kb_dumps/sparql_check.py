@@ -75,8 +75,13 @@ def _walk(tree: Any) -> Any:
             stack.extend(node)
 
 
+def _field(node: Any, key: str) -> Any:
+    """A CompValue's field, or None: CompValue.get returns the *key name* for a missing key."""
+    return node[key] if key in node else None
+
+
 def _prefixes(prologue: Any) -> dict[str, str]:
-    return {d.get("prefix") or "": str(d["iri"]) for d in prologue if getattr(d, "name", "") == "PrefixDecl"}
+    return {_field(d, "prefix") or "": str(d["iri"]) for d in prologue if getattr(d, "name", "") == "PrefixDecl"}
 
 
 def _is_label_service(term: Any, prefixes: dict[str, str]) -> bool:
@@ -85,9 +90,9 @@ def _is_label_service(term: Any, prefixes: dict[str, str]) -> bool:
 
     if isinstance(term, URIRef):
         return str(term) == WIKIBASE_ONTOLOGY + "label"
-    if getattr(term, "name", "") == "pname" and term.get("localname") == "label":
-        return prefixes.get(term.get("prefix") or "", WIKIBASE_ONTOLOGY if term.get("prefix") == "wikibase"
-                            else "") == WIKIBASE_ONTOLOGY
+    if getattr(term, "name", "") == "pname" and _field(term, "localname") == "label":
+        prefix = _field(term, "prefix") or ""
+        return prefixes.get(prefix, WIKIBASE_ONTOLOGY if prefix == "wikibase" else "") == WIKIBASE_ONTOLOGY
     return False
 
 
@@ -118,7 +123,7 @@ def check_query(query: str, allow_label_service: bool = False) -> QueryFacts:
     prefixes = _prefixes(prologue)
     for node in _walk(body):
         if getattr(node, "name", None) == "ServiceGraphPattern":
-            label = _is_label_service(node.get("term"), prefixes)
+            label = _is_label_service(_field(node, "term"), prefixes)
             if label and allow_label_service:
                 continue
             if label:
@@ -127,4 +132,4 @@ def check_query(query: str, allow_label_service: bool = False) -> QueryFacts:
             raise RefusedQuery("SERVICE is refused: queries run offline on the local store; remove the SERVICE "
                                "clause (for wikibase:label, ask for rdfs:label explicitly)", "service")
     form = body.name.removesuffix("Query").lower()
-    return QueryFacts(form=form, has_dataset=bool(body.get("datasetClause")))
+    return QueryFacts(form=form, has_dataset=bool(_field(body, "datasetClause")))

@@ -45,3 +45,19 @@ def test_oxigraph_peer_count(protocol_store: Path) -> None:
     failed = [(o.name, o.why) for o in outcomes if o.applicable and not o.passed]
     print("oxigraph serve-read-only:", summary(outcomes), failed)
     assert sum(o.applicable for o in outcomes) == 27
+
+
+def test_from_and_the_union_default_graph(protocol_store: Path) -> None:
+    """No dataset: the default graph is the union of the named graphs; FROM / FROM NAMED: the query's own."""
+    from kb_dumps.store import Dataset, LocalStore
+
+    d1 = "http://kasei.us/2009/09/sparql/data/data1.rdf"
+    count = "SELECT (COUNT(*) AS ?n) {from} WHERE {{ ?s ?p ?o }}"
+    with LocalStore(protocol_store) as store:
+        def n(q: str, **kw: object) -> int:
+            return int(store.query(q, **kw).rows[0][0]["value"])
+
+        assert n(count.format(**{"from": ""})) == 3
+        assert n(count.format(**{"from": f"FROM <{d1}>"})) == 1
+        assert n(count.format(**{"from": f"FROM NAMED <{d1}>"})) == 0
+        assert n(count.format(**{"from": f"FROM <{d1}>"}), dataset=Dataset(named_graphs=(d1,))) == 0  # protocol wins
