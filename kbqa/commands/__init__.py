@@ -6,4 +6,4 @@ and prints; errors are KBQAError and become one line on stderr plus an exit code
 
 # Order in `kbqa --help`; a verb's module is imported only if present (verbs land issue by issue).
 VERBS = ["ingest", "index", "sparql", "ground", "decompose", "compile", "ask", "cases", "models", "train",
-         "eval", "serve"]
+         "eval", "serve", "mcp"]
