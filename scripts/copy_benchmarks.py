@@ -29,6 +29,11 @@ FILES = [
     "simplequestions-wikidata/valid.txt",
     "bestiary/beastiary_with_qald_format.json",
     "freebase/grailqa_sample_1000.json",
+    # Spider4SPARQL dev: six complete small KGs (Turtle) with their questions, gold SPARQL and answers (QALD JSON)
+    *[f"spider4sparql/{db}.json" for db in ("battle_death", "car_1", "concert_singer", "employee_hire_evaluation",
+                                            "pets_1", "poker_player")],
+    *[f"spider4sparql/kgs/{db}.ttl" for db in ("battle_death", "car_1", "concert_singer", "employee_hire_evaluation",
+                                               "pets_1", "poker_player")],
 ]
 
 # Upstream license texts that sit beside the data; copied as they are (small, plain text).
@@ -38,6 +43,7 @@ LICENSES = {
     "simplequestions-wikidata/LICENSE.txt": "simplequestions-wikidata/LICENSE.txt",
     "bestiary/README.upstream.md": "bestiary/README.upstream.md",
     "freebase/schema/LICENSE": "freebase/LICENSE.grailqa-schema",
+    "spider4sparql/LICENSE": "spider4sparql/LICENSE",
 }
 
 README = """# Benchmarks bundled with the project
@@ -58,6 +64,7 @@ published with the data; license texts that came with a set are copied beside it
 | `simplequestions-wikidata/{train,valid}_answerable.txt.gz`, `valid.txt.gz` | SimpleQuestions mapped to Wikidata: `subject \\t property \\t object \\t question`; `R123` is the inverse of `P123`; `*_answerable` = the triple exists in Wikidata | askplatypus/wikidata-simplequestions @ df69267 | CC BY 3.0 (`simplequestions-wikidata/LICENSE.txt`) |
 | `bestiary/beastiary_with_qald_format.json.gz` | 100 BESTIARY questions, QALD JSON with gold SPARQL and answers (90 run on the KG) | danrd/sparqlgen @ 1efd5be | not stated upstream (`bestiary/README.upstream.md`) |
 | `freebase/grailqa_sample_1000.json.gz` | 1,000 GrailQA questions with Freebase SPARQL, s-expression and answers | IDEA-FinAI/ToG @ 7ccbb92 | not stated upstream (GrailQA schema files: BSD-3-Clause, `freebase/LICENSE.grailqa-schema`) |
+| `spider4sparql/<db>.json.gz`, `spider4sparql/kgs/<db>.ttl.gz` | Spider4SPARQL dev: 6 complete small KGs built from relational databases (battle_death, car_1, concert_singer, employee_hire_evaluation, pets_1, poker_player) and their 267 questions with gold SPARQL and answers (QALD JSON) | ckosten/Spider4SPARQL @ 6d6ed8e (dev), f100923 (KGs) | Apache-2.0; questions from Spider, CC BY-SA 4.0 (`spider4sparql/LICENSE`) |
 
 Regenerate with `python scripts/copy_benchmarks.py --shared ../shared/data`.
 """

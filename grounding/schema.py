@@ -1,0 +1,276 @@
+"""The schema and value memory of a store: which classes carry which predicates, and the literal values a
+question may quote, so that the `explore` translator links a question to the knowledge graph's own structure.
+
+Built from the store itself with a few aggregate SPARQL queries (local store or endpoint alike) and kept as
+plain JSON in `<store>/current/schema/schema.json` (never pickle). Contents:
+  classes     class IRI -> {label, count}
+  predicates  predicate IRI -> {label, name, count, literals, iris, datatypes{dt: n}, domains{class: n},
+              ranges{class: n}}; `name` is the readable name from the IRI (`singer#song_release_year` ->
+              "singer song release year"), `label` the label memory's label (or the local name)
+  values      normalised literal -> [[predicate, count, lexical form, datatype]] for short literals
+Knowledge graphs without `rdfs:label` (relational data turned into RDF, BESTIARY) get readable names from
+IRI local names; everything else comes from the label memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grounding.text import normalize
+from kb_dumps.layout import StoreLayout
+from kb_dumps.profiles import KBProfile
+
+log = logging.getLogger(__name__)
+
+SCHEMA_FORMAT = 1
+XSD = "http://www.w3.org/2001/XMLSchema#"
+NUMERIC_TYPES = frozenset(XSD + t for t in ("integer", "decimal", "double", "float", "long", "int", "short",
+                                            "nonNegativeInteger", "positiveInteger", "gYear"))
+DATE_TYPES = frozenset(XSD + t for t in ("date", "dateTime", "gYear", "gYearMonth"))
+# Literals longer than this are descriptions, not values a question quotes.
+MAX_VALUE_CHARS = 80
+MAX_VALUE_WORDS = 10
+# Bounds that keep the memory small on a large KB (per predicate: top classes; in all: values).
+MAX_CLASSES_PER_PREDICATE = 25
+MAX_VALUES = 300_000
+QUERY_TIMEOUT_S = 120.0
+
+
+def readable_name(iri: str) -> str:
+    """A readable name from an IRI: the last path segment, `#` `_` `-` and camelCase split into words.
+
+    `http://valuenet/ontop/singer#song_release_year` -> "singer song release year";
+    `…/ontology#hasAlignment` -> "ontology has alignment" is avoided: a fragment after a namespace
+    document (`ontology#x`) keeps only the fragment.
+    """
+    tail = iri.rstrip("/#")
+    seg = re.split(r"[/:]", tail)[-1]
+    if "#" in seg:
+        owner, frag = seg.split("#", 1)
+        seg = frag if owner.lower() in ("ontology", "ontologies", "schema", "vocab", "ns", "owl", "rdf-schema",
+                                        "22-rdf-syntax-ns") or "." in owner else f"{owner} {frag}"
+    seg = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", seg)
+    seg = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", seg)
+    seg = re.sub(r"^ref-", "", seg)
+    return re.sub(r"[_\-\s=]+", " ", seg).strip().lower()
+
+
+@dataclass
+class PredicateInfo:
+    label: str
+    name: str
+    count: int = 0
+    literals: int = 0
+    iris: int = 0
+    datatypes: dict[str, int] = field(default_factory=dict)
+    domains: dict[str, int] = field(default_factory=dict)
+    ranges: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def numeric(self) -> bool:
+        total = sum(self.datatypes.values())
+        num = sum(n for dt, n in self.datatypes.items() if dt in NUMERIC_TYPES)
+        return total > 0 and num * 2 >= total
+
+    @property
+    def literal(self) -> bool:
+        return self.literals >= self.iris
+
+    @property
+    def date(self) -> bool:
+        total = sum(self.datatypes.values())
+        return total > 0 and sum(n for dt, n in self.datatypes.items() if dt in DATE_TYPES) * 2 >= total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "count": self.count, "literals": self.literals,
+                "iris": self.iris, "datatypes": self.datatypes, "domains": self.domains, "ranges": self.ranges}
+
+
+@dataclass
+class ValueHit:
+    """A literal of the store that a span of the question equals (normalised)."""
+
+    predicate: str
+    count: int
+    value: str
+    datatype: str | None
+
+
+class SchemaMemory:
+    """Classes, predicates and quotable values of one store (see the module docstring)."""
+
+    def __init__(self, classes: dict[str, dict[str, Any]], predicates: dict[str, PredicateInfo],
+                 values: dict[str, list[list[Any]]], meta: dict[str, Any]):
+        self.classes = classes
+        self.predicates = predicates
+        self.values = values
+        self.meta = meta
+        self.type_predicate: str = meta.get("type_predicate", "")
+        self._by_domain: dict[str, list[str]] | None = None
+        self._by_range: dict[str, list[str]] | None = None
+
+    # ---- lookups -----------------------------------------------------------------------------
+    def value_hits(self, norm: str) -> list[ValueHit]:
+        return [ValueHit(p, n, v, dt) for p, n, v, dt in self.values.get(norm, [])]
+
+    def predicates_of(self, cls: str) -> list[str]:
+        """Predicates whose subjects include instances of `cls`."""
+        if self._by_domain is None:
+            self._by_domain = defaultdict(list)
+            for p, info in self.predicates.items():
+                for c in info.domains:
+                    self._by_domain[c].append(p)
+        return self._by_domain.get(cls, [])
+
+    def predicates_into(self, cls: str) -> list[str]:
+        """Predicates whose objects include instances of `cls`."""
+        if self._by_range is None:
+            self._by_range = defaultdict(list)
+            for p, info in self.predicates.items():
+                for c in info.ranges:
+                    self._by_range[c].append(p)
+        return self._by_range.get(cls, [])
+
+    def class_label(self, cls: str) -> str:
+        return self.classes.get(cls, {}).get("label") or readable_name(cls)
+
+    # ---- persistence -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": SCHEMA_FORMAT, "meta": self.meta, "classes": self.classes,
+                "predicates": {p: i.to_dict() for p, i in self.predicates.items()}, "values": self.values}
+
+    def save(self, store_dir: str | Path) -> Path:
+        """Write atomically (temp file + rename): a reader never sees half a memory."""
+        path = schema_path(store_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False, separators=(",", ":"))
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SchemaMemory:
+        if d.get("format") != SCHEMA_FORMAT:
+            raise ValueError(f"schema memory format {d.get('format')!r} is not {SCHEMA_FORMAT}; rebuild it with "
+                             f"`kbqa index`")
+        preds = {p: PredicateInfo(**i) for p, i in d.get("predicates", {}).items()}
+        return cls(d.get("classes", {}), preds, d.get("values", {}), d.get("meta", {}))
+
+    @classmethod
+    def load(cls, store_dir: str | Path) -> SchemaMemory | None:
+        path = schema_path(store_dir)
+        if not path.is_file():
+            return None
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+
+def schema_path(store_dir: str | Path) -> Path:
+    return StoreLayout.of(store_dir).current / "schema" / "schema.json"
+
+
+# ---- building ------------------------------------------------------------------------------
+
+
+def _rows(store: Any, query: str) -> list[list[Any]]:
+    res = store.query(query, timeout_s=QUERY_TIMEOUT_S, row_cap=2_000_000)
+    return res.rows
+
+
+def _val(term: Any) -> str | None:
+    return term.get("value") if isinstance(term, dict) else None
+
+
+def build_schema(store: Any, profile: KBProfile, memory: Any = None) -> SchemaMemory:
+    """Read the schema and the value memory off `store` (a `Store`); labels from `memory` when given."""
+    t0 = time.perf_counter()
+    tp = profile.type_predicate
+    skip = set(profile.label_predicates) | set(profile.description_predicates) | set(profile.alias_predicates)
+    classes: dict[str, dict[str, Any]] = {}
+    for c, n in _rows(store, f"SELECT ?c (COUNT(?s) AS ?n) WHERE {{ ?s <{tp}> ?c }} GROUP BY ?c"):
+        if _val(c) and c.get("type") == "uri":
+            classes[_val(c)] = {"count": int(_val(n) or 0)}
+    preds: dict[str, PredicateInfo] = {}
+
+    def info(p: str) -> PredicateInfo:
+        if p not in preds:
+            preds[p] = PredicateInfo(label="", name=readable_name(p))
+        return preds[p]
+
+    q_kinds = ("SELECT ?p (SUM(IF(isLiteral(?o), 1, 0)) AS ?lit) (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?p")
+    for p, lit, n in _rows(store, q_kinds):
+        if _val(p) in skip:
+            continue
+        i = info(_val(p))
+        i.count, i.literals = int(_val(n) or 0), int(_val(lit) or 0)
+        i.iris = i.count - i.literals
+    q_dt = ("SELECT ?p ?dt (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isLiteral(?o)) BIND(DATATYPE(?o) AS ?dt) } "
+            "GROUP BY ?p ?dt")
+    for p, dt, n in _rows(store, q_dt):
+        if _val(p) in preds and _val(dt):
+            preds[_val(p)].datatypes[_val(dt)] = int(_val(n) or 0)
+    for p, c, n in _rows(store, f"SELECT ?p ?c (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . ?s <{tp}> ?c }} GROUP BY ?p ?c"):
+        if _val(p) in preds and _val(c):
+            preds[_val(p)].domains[_val(c)] = int(_val(n) or 0)
+    for p, c, n in _rows(store, f"SELECT ?p ?c (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . ?o <{tp}> ?c }} GROUP BY ?p ?c"):
+        if _val(p) in preds and _val(c):
+            preds[_val(p)].ranges[_val(c)] = int(_val(n) or 0)
+    for i in preds.values():
+        i.domains = dict(sorted(i.domains.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
+        i.ranges = dict(sorted(i.ranges.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
+    values: dict[str, list[list[Any]]] = defaultdict(list)
+    q_values = (f"SELECT ?p ?o (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o FILTER(isLiteral(?o) && "
+                f"STRLEN(STR(?o)) <= {MAX_VALUE_CHARS}) }} GROUP BY ?p ?o")
+    kept = 0
+    for p, o, n in _rows(store, q_values):
+        pid = _val(p)
+        if pid in skip or pid not in preds or kept >= MAX_VALUES:
+            continue
+        text = _val(o) or ""
+        norm = normalize(text)
+        if not norm or len(norm.split()) > MAX_VALUE_WORDS:
+            continue
+        values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype")])
+        kept += 1
+    _label(classes, preds, profile, memory)
+    meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
+            "values": kept, "seconds": round(time.perf_counter() - t0, 3)}
+    log.info("schema memory: %s", meta)
+    return SchemaMemory(classes, preds, dict(values), meta)
+
+
+def _label(classes: dict[str, dict[str, Any]], preds: dict[str, PredicateInfo], profile: KBProfile,
+           memory: Any) -> None:
+    """Labels from the label memory (Wikidata `wdt:P19` -> its `wd:P19` row), else the readable IRI name."""
+    rows: dict[str, Any] = {}
+    if memory is not None:
+        ids = list(classes) + [profile.property_entity(p) for p in preds]
+        for k in range(0, len(ids), 5000):
+            rows.update(memory.get_many(ids[k:k + 5000]))
+    for c, d in classes.items():
+        row = rows.get(c)
+        d["label"] = row.label if row is not None and row.label else readable_name(c)
+    for p, i in preds.items():
+        row = rows.get(profile.property_entity(p))
+        i.label = row.label if row is not None and row.label else profile.local_name_label(p)
+
+
+def open_schema(store_dir: str | Path, store: Any, profile: KBProfile, memory: Any = None) -> SchemaMemory:
+    """The store's schema memory, built and saved on first use when `kbqa index` has not made one."""
+    schema = SchemaMemory.load(store_dir)
+    if schema is None or schema.meta.get("profile") != profile.name:
+        schema = build_schema(store, profile, memory)
+        try:
+            schema.save(store_dir)
+        except OSError as e:  # a read-only store directory: keep it in memory
+            log.warning("could not save the schema memory: %s", e)
+    return schema

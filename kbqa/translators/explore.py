@@ -1,0 +1,272 @@
+"""`explore`: a translator that needs no language model and no solved case — the knowledge graph proposes the
+structure. Link the question (classes, predicates, quoted values, entities, numbers and cue words), enumerate
+candidate query graphs around the anchors and check each by execution within a time budget
+(`explore_search.py`), rank them with features and JSON weights (`explore_rank.py`), and write the best as
+DeSQ with the URIs the search confirmed, so that parse, ground, assemble, execute, reports and evaluation
+work unchanged. `details["candidates"]` keeps the top candidates with their features and scores
+(`kbqa ask --explain` shows them).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from grounding.schema import SchemaMemory, open_schema
+from kb_dumps.label_memory import LabelMemory
+from kb_dumps.layout import StoreLayout
+from kb_dumps.profiles import get_profile
+from kb_dumps.store import Store
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.explore_graphs import Graph, verbalise, write
+from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
+from kbqa.translators.explore_rank import Ranker
+from kbqa.translators.explore_search import Anchors, SchemaPaths, Search
+from kbqa.translators.settings import ModelSettings
+
+DEFAULT_BUDGET_S = 2.0
+DEFAULT_CAP = 400
+SHOW_CANDIDATES = 5
+
+
+class ExploreTranslator(Translator):
+    """Question -> DeSQ by query-graph search over the store (see the module docstring)."""
+
+    name = "explore"
+    frontends = ("desq",)
+
+    def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
+                 budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
+                 schema: SchemaMemory | None = None):
+        self.store_dir = Path(store_dir)
+        layout = StoreLayout.of(self.store_dir)
+        if not layout.exists():
+            raise TranslateError(f"no store at {self.store_dir}; build one with `kbqa ingest SOURCE --store "
+                                 f"{self.store_dir}`")
+        self.profile = get_profile(layout.profile_name)
+        self._own_memory = memory is None
+        self.memory = memory if memory is not None else LabelMemory(layout.labels, readonly=True)
+        self._own_store = store is None
+        if store is None:
+            from kb_dumps.store import open_store
+
+            store = open_store(self.store_dir)
+        self.store = store
+        self.schema = schema or open_schema(self.store_dir, store, self.profile, self.memory)
+        self.paths = SchemaPaths(self.schema)
+        self.ranker = ranker or Ranker.load()
+        self.budget_s, self.cap = budget_s, cap
+        self._detector: Any = None
+        self._embedder: Any = None
+        self._pred_vecs: dict[str, Any] = {}
+        self._bank: Any = None
+
+    def close(self) -> None:
+        if self._own_memory:
+            self.memory.close()
+        if self._own_store:
+            self.store.close()
+
+    # ---- linking -----------------------------------------------------------------------------------
+    def _entities(self, question: str) -> list[Link]:
+        """Entity mentions through the store's lexical index (the mention detector of the cases translator)."""
+        if self._detector is None:
+            from kbqa.translators.mentions import MentionDetector, open_lexicon
+
+            self._detector = MentionDetector(open_lexicon(self.store_dir), self.memory, kinds=("entity",))
+        out = []
+        for m in self._detector.detect(question, max_mentions=4, max_candidates=3):
+            for rank, c in enumerate(m.candidates):
+                if c.id in self.schema.classes or c.id in self.schema.predicates:
+                    continue
+                out.append(Link("entity", c.id, m.score * c.match * (1.0 - 0.1 * rank), (m.start, m.end), m.text,
+                                label=c.label))
+        out.sort(key=lambda lk: -lk.score)
+        return out[:8]
+
+    def _relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
+        predicate's label and description, with the store's grounding embedder (none: the feature stays 0)."""
+        hops = [g for g in graphs if g.family == "hop"]
+        if not hops:
+            return
+        emb = self._text_embedder()
+        if not emb:
+            return
+        import numpy as np
+
+        from kbqa.translators.mentions import mask
+
+        spans = [lk.span for lk in a.entities[:1]]
+        qv = emb.encode_one(mask(question, spans, "something"))
+        todo = [p for p in {g.conds[0].path[0].pred for g in hops} if p not in self._pred_vecs]
+        if todo:
+            rows = self.memory.get_many([self.profile.property_entity(p) for p in todo])
+            texts = []
+            for p in todo:
+                row = rows.get(self.profile.property_entity(p))
+                info = self.schema.predicates.get(p)
+                label = row.label if row is not None else (info.label if info else p)
+                texts.append(f"{label}: {row.description}" if row is not None and row.description else label)
+            for p, v in zip(todo, emb.encode(texts, progress=False), strict=True):
+                self._pred_vecs[p] = v
+        for g in hops:
+            g.features["rel_sim"] = float(np.dot(qv, self._pred_vecs[g.conds[0].path[0].pred]))
+
+    def _text_embedder(self) -> Any:
+        """The store's grounding embedder when it has an index, else the default one; False when none loads."""
+        if self._embedder is None:
+            try:
+                from grounding.ground import get_grounder
+
+                self._embedder = get_grounder(self.store_dir).embedder
+            except Exception:  # noqa: BLE001 - no grounding index: the default embedder
+                try:
+                    from grounding.embedder import get_embedder
+
+                    self._embedder = get_embedder()
+                except Exception:  # noqa: BLE001 - no embedder at all: lexical features only
+                    self._embedder = False
+        return self._embedder
+
+    def _graph_similarity(self, question: str, graphs: list[Graph]) -> None:
+        """`vsim`: cosine of the question and each candidate's verbalisation; `lex_p` / `lex_r`: the share of
+        the graph's own words (class and predicate labels) that the question uses, and of the question's
+        content words the graph's labels cover."""
+        if not graphs:
+            return
+        q_words = {w for w in stems(question) if w not in FUNCTION_WORDS}
+        texts = []
+        for g in graphs:
+            words = set()
+            for c in ([g.focus_class] if g.focus_class else []):
+                words |= set(stems(self.schema.class_label(c)))
+            for path in [c.path for c in g.conds] + list(g.answer) + [p for _, p in g.aggs if p] + \
+                    ([g.order[0]] if g.order and g.order[0] else []):
+                for step in path:
+                    info = self.schema.predicates.get(step.pred)
+                    words |= set(stems(info.label if info else ""))
+            words -= FUNCTION_WORDS
+            g.features["lex_p"] = len(words & q_words) / len(words) if words else 0.0
+            g.features["lex_r"] = len(words & q_words) / len(q_words) if q_words else 0.0
+            texts.append(verbalise(g, self.schema))
+        emb = self._text_embedder()
+        if not emb:
+            return
+        import numpy as np
+
+        vecs = emb.encode([question] + texts, progress=False)
+        sims = vecs[1:] @ vecs[0]
+        for g, sim in zip(graphs, np.asarray(sims).tolist(), strict=True):
+            g.features["vsim"] = float(sim)
+
+    def _case_vote(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
+        (when it has one) use the same predicate in the same direction — learned from training questions of
+        this kind, never from the question itself."""
+        hops = [g for g in graphs if g.family == "hop"]
+        if not hops:
+            return
+        if self._bank is None:
+            from kbqa.translators.casebank import CaseBank, bank_dir
+
+            folder = bank_dir(self.store_dir)
+            self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
+        if self._bank is False or not len(self._bank):
+            return
+        from kbqa.translators.mentions import mask
+
+        votes: dict[tuple[str, str], float] = {}
+        hits = self._bank.search(mask(question, [lk.span for lk in a.entities[:1]], "something"), k=10)
+        for h in hits:
+            for chk in h.case.checks:
+                key = (self.profile.expand(chk.property), chk.position)
+                votes[key] = max(votes.get(key, 0.0), h.similarity)
+        for g in hops:
+            step = g.conds[0].path[0]
+            g.features["case_vote"] = votes.get((step.pred, "subject" if not step.forward else "object"), 0.0)
+
+    def anchors(self, question: str) -> Anchors:
+        cues = read_cues(question)
+        schema_links = link_schema(question, self.schema)
+        return Anchors(question, cues, [lk for lk in schema_links if lk.kind == "class"],
+                       [lk for lk in schema_links if lk.kind == "predicate"], link_values(question, self.schema, cues),
+                       self._entities(question))
+
+    # ---- search ------------------------------------------------------------------------------------
+    def search(self, question: str) -> tuple[Anchors, list[Graph], dict[str, Any]]:
+        """Linked anchors, the checked candidates best first, and what the search did."""
+        t0 = time.perf_counter()
+        a = self.anchors(question)
+        search = Search(self.schema, self.paths, self.store, budget_s=self.budget_s, cap=self.cap)
+        seen: set[str] = set()
+        pool: list[Graph] = []
+        for g in search.candidates(a):
+            k = g.key()
+            if k in seen:
+                continue
+            seen.add(k)
+            g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
+            pool.append(g)
+        self._relation_similarity(question, a, pool)
+        self._case_vote(question, a, pool)
+        self._graph_similarity(question, pool)
+        for g in pool:
+            g.score = self.ranker.score(g)
+        pool.sort(key=lambda g: -g.score)
+        checked: list[Graph] = []
+        executed = 0
+        for g in pool:
+            if time.perf_counter() - t0 > self.budget_s * 1.5 and checked:
+                search.truncated = True
+                break
+            executed += 1
+            try:
+                res = self.store.query(write(g, self.schema, desq=False), timeout_s=max(0.5, self.budget_s),
+                                       row_cap=1000)
+            except Exception:  # noqa: BLE001 - a candidate the store refuses or times out on is dropped
+                continue
+            g.rows = 1 if res.kind == "ask" else len(res.rows)
+            if res.kind != "ask" and _all_empty(res.rows) and not (g.aggs and g.aggs[0][0] == "COUNT" and not g.group):
+                continue
+            g.score = self.ranker.score(g)
+            checked.append(g)
+        checked.sort(key=lambda g: -g.score)
+        info = {"candidates_built": len(pool), "executed": executed, "kept": len(checked),
+                "truncated": search.truncated, "seconds": round(time.perf_counter() - t0, 4)}
+        return a, checked, info
+
+    def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
+        self.check_frontend(frontend)
+        t0 = time.perf_counter()
+        a, ranked, info = self.search(question)
+        if not ranked:
+            linked = [f"{lk.kind} {lk.label or lk.text!r}" for lk in (a.classes + a.predicates + a.values +
+                                                                         a.entities)[:8]]
+            raise TranslateError(f"explore found no query graph with answers for this question; linked: "
+                                 f"{', '.join(linked) or 'nothing'} (cues: {a.cues.to_dict() or 'none'})",
+                                 qid=qid)
+        best = ranked[0]
+        text = write(best, self.schema, desq=True)
+        details = {"search": info, "cues": a.cues.to_dict(),
+                   "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
+                   "candidates": [{"score": round(g.score, 4), "family": g.family, "rows": g.rows,
+                                   "features": {k: round(v, 4) for k, v in self.ranker.features(g).items()},
+                                   "verbalised": verbalise(g, self.schema)} for g in ranked[:SHOW_CANDIDATES]]}
+        return TranslationResult(text, "desq", backend="explore", seconds=time.perf_counter() - t0, details=details)
+
+
+def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+         memory: LabelMemory | None = None) -> ExploreTranslator:
+    """The `explore` entry of `kbqa.translators.TRANSLATORS`."""
+    if store_dir is None:
+        raise TranslateError("the explore translator searches a store: give --store DIR (for a remote endpoint, "
+                             "`kbqa ingest --endpoint URL --store DIR` first), or choose another --backend")
+    ranker = Ranker.load(settings.explore_weights) if settings.explore_weights else None
+    return ExploreTranslator(store_dir, store=store, memory=memory, budget_s=settings.explore_budget_s,
+                             cap=settings.explore_cap, ranker=ranker)
+
+
+def _all_empty(rows: list[list[Any]]) -> bool:
+    return not rows or all(all(c is None for c in r) for r in rows)

@@ -1,0 +1,304 @@
+"""Query graphs of the `explore` translator: a focus variable, constraints reached by predicate paths, the
+projected attributes and the query's shape (count, aggregates, group-by, order, limit, ASK), written either
+as DeSQ (atomic constraints + fragments + a grounding block with the URIs the search confirmed) or as SPARQL
+for the execution check. One builder writes both, so what was checked is what the pipeline compiles."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from grounding.schema import SchemaMemory, readable_name
+
+
+@dataclass(frozen=True)
+class Step:
+    """One edge: `forward` means `?from <pred> ?to`, else `?to <pred> ?from`."""
+
+    pred: str
+    forward: bool = True
+
+
+Path = tuple[Step, ...]
+
+
+@dataclass
+class Term:
+    """A constant: an IRI, a literal (lexical form + datatype) or a number written as-is."""
+
+    kind: str  # iri | literal | number
+    value: str
+    datatype: str | None = None
+    label: str = ""
+
+
+@dataclass
+class Cond:
+    """A constraint on the node at the end of `path` (from the focus): `op` compares it with `value`;
+    `op` "exists" only requires the path. `negated`: the whole constraint sits in FILTER NOT EXISTS."""
+
+    path: Path
+    op: str
+    value: Term | None = None
+    negated: bool = False
+    text: str = ""  # the words of the question it came from
+    score: float = 1.0
+    values: list[Term] = field(default_factory=list)  # op "in": any of these ("in 2014 or 2015")
+
+
+@dataclass
+class Graph:
+    """A candidate query graph around the focus variable (`?var1`)."""
+
+    family: str
+    focus_class: str | None = None
+    conds: list[Cond] = field(default_factory=list)
+    answer: list[Path] = field(default_factory=lambda: [()])  # () is the focus itself
+    form: str = "select"  # select | ask
+    aggs: list[tuple[str, Path | None]] = field(default_factory=list)  # (COUNT|AVG|MIN|MAX|SUM, path); None = focus
+    group: bool = False  # GROUP BY the answer columns (an aggregate per group)
+    order: tuple[Path | None, bool] | None = None  # (path, or None for the first aggregate; descending)
+    limit: int | None = None
+    distinct: bool = False
+    having: tuple[str, float, Path] | None = None  # GROUP BY the answer, HAVING COUNT(items at path) op number
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    rows: int | None = None  # answers found by the execution check
+
+    def key(self) -> str:
+        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
+                           self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having],
+                          default=lambda o: o.__dict__, sort_keys=True)
+
+    def size(self) -> int:
+        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+
+def _literal(t: Term) -> str:
+    if t.kind == "number":
+        return t.value
+    text = json.dumps(t.value, ensure_ascii=False)  # escapes quotes, backslashes and control characters
+    return text + (f"^^<{t.datatype}>" if t.datatype and not t.datatype.endswith("#string") else "")
+
+
+class _Writer:
+    """Writes a Graph's patterns with one term writer: DeSQ placeholders or SPARQL IRIs."""
+
+    def __init__(self, g: Graph, schema: SchemaMemory, desq: bool):
+        self.g, self.schema, self.desq = g, schema, desq
+        self.vars: dict[Path, str] = {(): "?var1"}
+        self.slots: dict[tuple[str, str], str] = {}  # (kind, iri) -> slot name
+        self.grounding: list[str] = []
+        self.acs: list[tuple[str, str]] = []  # (sentence, fragment)
+        self.n = 1
+
+    def term(self, kind: str, iri: str, label: str = "") -> str:
+        if not self.desq:
+            return f"<{iri}>"
+        key = (kind, iri)
+        if key not in self.slots:
+            base = "".join(ch if ch.isalnum() else "_" for ch in (label or readable_name(iri)).lower()).strip("_")
+            name = (base or kind)[:24]
+            if name[0].isdigit():
+                name = "x" + name
+            used = set(self.slots.values())
+            k, cand = 2, name
+            while cand in used:
+                cand, k = f"{name}_{k}", k + 1
+            self.slots[key] = cand
+            label = label or readable_name(iri)
+            self.grounding.append(f"[{cand}] {kind} | {_bar(label)} | {_bar(self._describe(kind, iri))} | <{iri}>")
+        return f"[{self.slots[key]}]"
+
+    def _describe(self, kind: str, iri: str) -> str:
+        if kind == "class":
+            return f"a class of {self.schema.classes.get(iri, {}).get('count', 0)} items"
+        if kind == "property":
+            info = self.schema.predicates.get(iri)
+            return f"{info.name} ({'value' if info.literal else 'link'})" if info else "a property"
+        return "an item of the knowledge graph"
+
+    def pred_label(self, p: str) -> str:
+        info = self.schema.predicates.get(p)
+        return info.label if info else readable_name(p)
+
+    def new_var(self) -> str:
+        self.n += 1
+        return f"?var{self.n}"
+
+    def walk(self, path: Path, scoped: dict[Path, str] | None = None) -> tuple[str, list[str]]:
+        """The variable at the end of `path` and the triples that reach it (shared prefixes reuse variables)."""
+        table = self.vars if scoped is None else scoped
+        triples, cur = [], table[()] if () in table else self.vars[()]
+        for i in range(1, len(path) + 1):
+            prefix = path[:i]
+            if prefix in table:
+                cur = table[prefix]
+                continue
+            nxt = self.new_var()
+            step = path[i - 1]
+            p = self.term("property", step.pred, self.pred_label(step.pred))
+            triples.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            table[prefix], cur = nxt, nxt
+        return cur, triples
+
+    def type_triple(self, var: str, cls: str) -> str:
+        label = self.schema.class_label(cls)
+        if self.desq:
+            return f"{var} a {self.term('class', cls, label)} ."
+        return f"{var} <{self.schema.type_predicate}> <{cls}> ."
+
+    def value(self, t: Term) -> str:
+        if t.kind == "iri":
+            return self.term("entity", t.value, t.label)
+        return _literal(t)
+
+
+def _bar(text: str) -> str:
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
+    """The graph as DeSQ text (`desq=True`) or as SPARQL."""
+    w = _Writer(g, schema, desq)
+    focus_label = schema.class_label(g.focus_class) if g.focus_class else "answer"
+    body: list[tuple[str, list[str]]] = []
+    if g.focus_class:
+        body.append((f"the {focus_label} is a {focus_label}", [w.type_triple("?var1", g.focus_class)]))
+    for c in g.conds:
+        if c.negated:
+            scoped: dict[Path, str] = {(): "?var1"}
+            end, triples = w.walk(c.path, scoped)
+            inner = triples + _cond_tail(w, c, end, triples, scoped)
+            body.append((_say_cond(w, c, focus_label), [f"FILTER NOT EXISTS {{ {' '.join(inner)} }}"]))
+            continue
+        end, triples = w.walk(c.path)
+        body.append((_say_cond(w, c, focus_label), triples + _cond_tail(w, c, end, triples, w.vars)))
+    cols: list[str] = []
+    for path in g.answer:
+        end, triples = w.walk(path)
+        cols.append(end)
+        if triples:
+            body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
+    agg_cols: list[str] = []
+    for i, (fn, path) in enumerate(g.aggs):
+        target = "?var1"
+        if path:
+            target, triples = w.walk(path)
+            if triples:
+                body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
+        agg_cols.append(f"({fn}({target}) AS ?agg{i + 1})")
+    having = ""
+    if g.having is not None:
+        op, value, hpath = g.having
+        counted, triples = w.walk(hpath)
+        if triples:
+            body.append((f"the {focus_label} has {_say_path(w, hpath)}", triples))
+        having = f"HAVING (COUNT({counted}) {op} {value:g})"
+    order_key = ""
+    if g.order is not None:
+        path, desc = g.order
+        if path is None:
+            order_key = "?agg1"
+        else:
+            order_key, triples = w.walk(path)
+            if triples:
+                body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
+        order_key = f"ORDER BY {'DESC' if desc else 'ASC'}({order_key})"
+    if g.form == "ask":
+        head = "ASK"
+    else:
+        shown = agg_cols if g.aggs and not g.group else (cols + agg_cols)
+        head = "SELECT " + ("DISTINCT " if g.distinct and not g.aggs else "") + " ".join(shown)
+    mods = []
+    if (g.group and g.aggs) or having:
+        mods.append("GROUP BY " + " ".join(cols))
+    if having:
+        mods.append(having)
+    if order_key:
+        mods.append(order_key)
+    if g.limit:
+        mods.append(f"LIMIT {g.limit}")
+    if not desq:
+        where = "\n  ".join(t for _, ts in body for t in ts)
+        return f"{head} WHERE {{\n  {where}\n}}" + ("\n" + "\n".join(mods) if mods else "")
+    lines = ["ATOMIC CONSTRAINTS", f"AC1: {_say_form(w, g, focus_label)}"]
+    for i, (sentence, _) in enumerate(body, start=2):
+        lines.append(f"AC{i}: {sentence}")
+    lines.append("FRAGMENTS")
+    lines.append("AC1 => " + head + ("\n" + "\n".join(mods) if mods else ""))
+    for i, (_, triples) in enumerate(body, start=2):
+        lines.append(f"AC{i} => " + "\n".join(triples))
+    lines.append("GROUNDING")
+    lines.extend(w.grounding)
+    return "\n".join(lines) + "\n"
+
+
+def _cond_tail(w: _Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:
+    """Put the compared value in: an IRI or exact literal replaces the end variable (which is then no
+    longer shared with other paths); others are FILTERs."""
+    if c.value is None or c.op == "exists":
+        return []
+    if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
+        triples[-1] = _replace_last_var(triples[-1], end, w.value(c.value))
+        table.pop(c.path, None)
+        return []
+    if c.op == "contains":
+        return [f"FILTER(CONTAINS(LCASE(STR({end})), {json.dumps(c.value.value.lower(), ensure_ascii=False)}))"]
+    if c.op == "in":
+        return [f"FILTER({end} IN ({', '.join(w.value(t) for t in c.values)}))"]
+    return [f"FILTER({end} {c.op} {w.value(c.value)})"]
+
+
+def _replace_last_var(triple: str, var: str, term: str) -> str:
+    parts = triple[:-2].split(" ")
+    return " ".join(term if p == var else p for p in parts) + " ."
+
+
+def _say_path(w: _Writer, path: Path) -> str:
+    return " of ".join(w.pred_label(s.pred) for s in reversed(path)) if path else "itself"
+
+
+def _say_cond(w: _Writer, c: Cond, focus: str) -> str:
+    what = _say_path(w, c.path)
+    val = (c.value.label or c.value.value) if c.value else ""
+    ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
+           "!=": "is not", "exists": "exists"}
+    neg = "no " if c.negated else ""
+    return f"the {focus} has {neg}{what} that {ops.get(c.op, c.op)} {val}".strip()
+
+
+def _say_form(w: _Writer, g: Graph, focus: str) -> str:
+    if g.form == "ask":
+        return f"we need to know whether such a {focus} exists"
+    parts = []
+    for fn, path in g.aggs:
+        what = _say_path(w, path) if path else f"{focus} items"
+        parts.append({"COUNT": "the number of", "AVG": "the average", "MIN": "the minimum", "MAX": "the maximum",
+                      "SUM": "the total"}[fn] + f" {what}")
+    cols = [_say_path(w, p) if p else focus for p in g.answer]
+    text = "we need " + ", ".join(parts or cols)
+    if g.group and g.aggs:
+        text += " for each " + ", ".join(cols)
+    if g.order is not None:
+        path, desc = g.order
+        key = _say_path(w, path) if path is not None else "that number"
+        text += f", {'highest' if desc else 'lowest'} {key} first"
+    if g.limit:
+        text += f", the top {g.limit}"
+    return text
+
+
+def verbalise(g: Graph, schema: SchemaMemory) -> str:
+    """The atomic-constraint sentences of a graph, one line: what the ranker compares with the question."""
+    text = write(g, schema, desq=True)
+    acs = text.split("FRAGMENTS")[0].splitlines()[1:]
+    return "; ".join(line.split(": ", 1)[1] for line in acs if ": " in line)
+
+
+Executor = Callable[[str], Any]

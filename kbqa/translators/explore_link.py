@@ -1,0 +1,265 @@
+"""Linking for the `explore` translator: what a question says (cue words, numbers, comparisons) and what of the
+knowledge graph it names (classes, predicates, quoted values, entities), each with a score, all kept as
+alternatives for the query-graph search (`explore_graphs.py`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from grounding.schema import SchemaMemory
+from grounding.text import normalize
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+_QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
+# Words that carry structure, never a class, attribute or value by themselves.
+FUNCTION_WORDS = frozenset("""a an the of in on at to for by from with and or is are was were be been being do does did
+what which who whom whose where when why how that this these those it its his her their there here as into about
+all any each every some me give list show find tell return display many much number count total than more less
+most least also both either not no only has have had can could there's please whats named called whole""".split())
+YES_NO_START = ("is ", "are ", "does ", "do ", "did ", "was ", "were ", "can ", "has ", "have ", "is there",
+                "are there")
+# Comparison cue -> SPARQL operator (a number follows the cue, possibly after an attribute name).
+COMPARISONS = (("at least", ">="), ("at most", "<="), ("no more than", "<="), ("no less than", ">="),
+               ("more than", ">"), ("greater than", ">"), ("larger than", ">"), ("bigger than", ">"),
+               ("higher than", ">"), ("older than", ">"), ("heavier than", ">"), ("longer than", ">"),
+               ("above", ">"), ("over", ">"), ("after", ">"), ("exceeds", ">"), ("exceeding", ">"),
+               ("less than", "<"), ("fewer than", "<"), ("smaller than", "<"), ("lower than", "<"),
+               ("younger than", "<"), ("lighter than", "<"), ("shorter than", "<"), ("below", "<"),
+               ("under", "<"), ("before", "<"), ("equal to", "="), ("equals", "="))
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                "ten": 10}
+# Comparison cues about time: they compare a year or a date, not any number the question names.
+TEMPORAL = ("after", "before", "since", "earlier than", "later than")
+AGG_WORDS = {"average": "AVG", "mean": "AVG", "avg": "AVG", "minimum": "MIN", "min": "MIN", "maximum": "MAX",
+             "max": "MAX", "total": "SUM", "sum": "SUM", "combined": "SUM"}
+SUPERLATIVE_DESC = ("highest", "largest", "biggest", "greatest", "most", "oldest", "heaviest", "longest",
+                    "maximum", "top", "best", "latest", "newest", "tallest", "fastest", "max")
+SUPERLATIVE_ASC = ("lowest", "smallest", "least", "youngest", "lightest", "shortest", "minimum", "fewest",
+                   "earliest", "worst", "min", "slowest", "cheapest")
+NEGATIONS = ("not ", "no ", "never ", "without ", "n't ", "none ", "nothing ")
+GROUP_CUES = ("each ", "every ", "per ", "for each", "for every", "in each", "by each", "of each", "different ")
+
+
+def singular(word: str) -> str:
+    """A crude English singular, enough to match "singers" to *singer* and "countries" to *country*."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def stems(text: str) -> list[str]:
+    return [singular(w) for w in normalize(text).split()]
+
+
+@dataclass
+class Cues:
+    """What the question's wording says about the query's shape."""
+
+    ask: bool = False
+    count: bool = False
+    aggregates: list[str] = field(default_factory=list)  # AVG, MIN, MAX, SUM in order of mention
+    superlative: str | None = None  # "desc" | "asc"
+    superlative_word: str = ""
+    top_k: int | None = None
+    group: bool = False
+    order: str | None = None  # "desc" | "asc" for "ordered by …"
+    negation: bool = False
+    comparisons: list[tuple[str, float, int]] = field(default_factory=list)  # (op, number, char offset)
+    between: tuple[float, float] | None = None
+    numbers: list[tuple[float, int, int]] = field(default_factory=list)  # (value, start, end)
+    quoted: list[tuple[str, int, int]] = field(default_factory=list)
+    wh: str = ""  # who | when | where | how many | which | what
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, False, [], "")}
+
+
+def read_cues(question: str) -> Cues:
+    q = " " + " ".join(question.lower().replace("?", " ").split()) + " "
+    c = Cues()
+    # "is X a male or female" asks which, not whether
+    c.ask = q.lstrip().startswith(YES_NO_START) and " how " not in q[:12] and " or " not in q
+    c.count = any(k in q for k in (" how many ", " number of ", " count ", " how much "))
+    for w, agg in AGG_WORDS.items():
+        i = q.find(f" {w} ")
+        if i >= 0:
+            c.aggregates.append((i, agg))  # type: ignore[arg-type]
+    c.aggregates = [a for _, a in sorted(c.aggregates)]  # type: ignore[misc]
+    for direction, words in (("desc", SUPERLATIVE_DESC), ("asc", SUPERLATIVE_ASC)):
+        for w in words:
+            if f" {w} " in q and not any(f"{k} {w} " in q for k in (" at", " no")):
+                c.superlative, c.superlative_word = direction, w
+                break
+        if c.superlative:
+            break
+    m = re.search(r"\btop (\d+)\b", q)
+    if m:
+        c.top_k, c.superlative = int(m.group(1)), c.superlative or "desc"
+    c.group = any(g in q for g in GROUP_CUES) or " most common " in q or " by " in q and " ordered by " not in q \
+        and " sorted by " not in q and " order by " not in q
+    if any(k in q for k in (" descending", " decreasing", " from the oldest", " from highest", " from largest",
+                            " in desc")):
+        c.order = "desc"
+    elif any(k in q for k in (" ascending", " increasing", " alphabetical", " ordered by", " sorted by",
+                              " order of ", " order by ")):
+        c.order = "asc"
+    qn = q.replace(" no less than ", " ").replace(" no more than ", " ")
+    c.negation = any(n in qn for n in (" not ", " no ", " never ", " without ", "n't ", " none ", " nothing "))
+    for m in _NUMBER.finditer(question):
+        c.numbers.append((float(m.group(0)), m.start(), m.end()))
+    for m in re.finditer(r"\b(one|two|three|four|five|six|seven|eight|nine|ten)\b", question.lower()):
+        c.numbers.append((float(NUMBER_WORDS[m.group(1)]), m.start(), m.end()))
+    c.numbers.sort(key=lambda n: n[1])
+    ql = question.lower()
+    taken: list[tuple[int, int]] = []
+    for cue, op in sorted(COMPARISONS, key=lambda co: -len(co[0])):  # "no more than" before "more than"
+        for m in re.finditer(r"\b" + re.escape(cue) + r"\b", ql):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            nxt = [n for n in c.numbers if n[1] >= m.end() and n[1] - m.end() < 40]
+            if nxt:
+                c.comparisons.append((op, nxt[0][0], m.start()))
+                taken.append((m.start(), m.end()))
+    c.comparisons.sort(key=lambda cmp: cmp[2])
+    m = re.search(r"\bbetween (-?\d+(?:\.\d+)?) and (-?\d+(?:\.\d+)?)", ql)
+    if m:
+        c.between = (float(m.group(1)), float(m.group(2)))
+    for m in _QUOTED.finditer(question):
+        text = next(g for g in m.groups() if g is not None)
+        c.quoted.append((text, m.start(), m.end()))
+    for wh in ("how many", "who", "when", "where", "which", "what"):
+        if re.search(r"\b" + wh + r"\b", ql):
+            c.wh = wh
+            break
+    return c
+
+
+@dataclass
+class Link:
+    """Something of the KG a span of the question names: `kind` class | predicate | value | entity."""
+
+    kind: str
+    iri: str  # the class / predicate / entity IRI; for a value, its predicate
+    score: float
+    span: tuple[int, int]  # character offsets in the question
+    text: str  # the span
+    value: str | None = None  # a value's lexical form
+    datatype: str | None = None
+    label: str = ""
+    op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def ngrams(question: str, n_max: int = 6) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every word n-gram of the question, longest first."""
+    toks = [(m.start(), m.end()) for m in _WORD.finditer(question)]
+    out = []
+    for n in range(min(n_max, len(toks)), 0, -1):
+        for i in range(len(toks) - n + 1):
+            s, e = toks[i][0], toks[i + n - 1][1]
+            out.append((s, e, question[s:e]))
+    return out
+
+
+def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
+    """How well a span names a class or predicate: exact stem match 1.0; a one-word span that ends or starts a
+    one-word compound name ("type" / *pettype*, "id" / *stuid*) 0.85; else a fuzzy ratio."""
+    if not span_stems or not name_stems:
+        return 0.0
+    a, b = " ".join(span_stems), " ".join(name_stems)
+    if a == b:
+        return 1.0
+    if len(span_stems) == 1 and len(name_stems) == 1 and len(a) >= 2 and len(b) > len(a) + 2 and \
+            (b.endswith(a) or (b.startswith(a) and len(a) >= 4)):
+        return 0.85
+    if len(span_stems) == 1 and len(name_stems) == 1 and 3 <= len(b) < len(a) - 1 and a.startswith(b):
+        return 0.82  # an abbreviated name: *con* for "constitution", *wis* for "wisdom"
+    return fuzz.ratio(a, b) / 100.0
+
+
+def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8) -> list[Link]:
+    """Classes and predicates the question names (by their labels or readable IRI names), best first."""
+    grams = [(s, e, t, stems(t)) for s, e, t in ngrams(question, 4)]
+    grams = [g for g in grams if not all(w in FUNCTION_WORDS for w in g[3])]
+    links: list[Link] = []
+    for kind, items in (("class", [(c, schema.class_label(c)) for c in schema.classes]),
+                        ("predicate", [(p, i.label) for p, i in schema.predicates.items()])):
+        for iri, label in items:
+            name = stems(label)
+            # "has alignment" / "ref stadium id": the name without its glue words also counts
+            core = [w for w in name if w not in ("has", "is", "ref", "value")] or name
+            best: Link | None = None
+            for s, e, t, st in grams:
+                sc = max(_name_score(st, name), _name_score(st, core) * 0.97)
+                if sc >= min_score and (best is None or sc > best.score or
+                                        (sc == best.score and e - s > best.span[1] - best.span[0])):
+                    best = Link(kind, iri, sc, (s, e), t, label=label)
+            if best is not None:
+                links.append(best)
+    # a span that names a class names the class, not a key predicate spelt like it ("stadium" / *stadium id*)
+    cls_spans = {(lk.span, round(lk.score, 3)) for lk in links if lk.kind == "class"}
+    links = [lk for lk in links if lk.kind == "class" or
+             not any(sp == lk.span and sc >= lk.score for sp, sc in cls_spans)]
+    links.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
+    return links
+
+
+def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
+    """Literal values of the store the question quotes: quoted strings first, then any n-gram that equals a
+    value exactly (after normalisation); numbers are left to comparisons unless a value equals them."""
+    out: list[Link] = []
+    seen: set[tuple[int, int, str]] = set()
+    spans = [(s, e, t, 1.0) for t, s, e in cues.quoted] + [(s, e, t, 0.9) for s, e, t in ngrams(question, 6)]
+    # a number a comparison or "top k" reads is not a value to match ("heavier than 10")
+    compared = {n[1] for n in cues.numbers if any(0 < n[1] - pos < 40 for _op, _v, pos in cues.comparisons)
+                or cues.between or (cues.top_k is not None and n[0] == cues.top_k)}
+    for s, e, text, base in spans:
+        norm = normalize(text)
+        if not norm or all(w in FUNCTION_WORDS for w in norm.split()) or s in compared:
+            continue
+        year = re.fullmatch(r"1[0-9]{3}|20[0-9]{2}", norm) is not None
+        hits = schema.value_hits(norm)
+        if not hits and norm.split()[-1] != singular(norm.split()[-1]):  # "volvos" -> the value "volvo"
+            hits = schema.value_hits(" ".join(norm.split()[:-1] + [singular(norm.split()[-1])]))
+        for hit in hits:
+            key = (s, e, hit.predicate)
+            if key in seen:
+                continue
+            seen.add(key)
+            numeric = re.fullmatch(r"-?\d+(\.\d+)?", norm.replace(" ", ".")) is not None
+            score = base * (0.6 if numeric else 1.0) * (1.0 if len(norm) > 2 else 0.7)
+            if year:  # "produced in 1980": a year-like predicate, not a weight that happens to equal 1980
+                info = schema.predicates.get(hit.predicate)
+                score *= 1.3 if info and (info.date or "year" in info.label.split()) else 0.6
+            out.append(Link("value", hit.predicate, score, (s, e), text, hit.value, hit.datatype,
+                            label=schema.predicates[hit.predicate].label if hit.predicate in schema.predicates
+                            else ""))
+    for text, s, e in cues.quoted:  # a quoted word inside longer values: "a song with 'Hey' in its name"
+        norm = normalize(text)
+        if not norm or any(lk.span == (s, e) for lk in out):
+            continue
+        preds: dict[str, int] = {}
+        for key, hits in schema.values.items():
+            if norm in key and len(preds) < 20:
+                for p, n, _v, _dt in hits:
+                    preds[p] = preds.get(p, 0) + n
+        for p, _n in sorted(preds.items(), key=lambda kv: -kv[1])[:3]:
+            out.append(Link("value", p, 0.8, (s, e), text, text, None, label=schema.predicates[p].label
+                            if p in schema.predicates else "", op="contains"))
+    out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
+    return out
+
+
+def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]

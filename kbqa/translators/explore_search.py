@@ -1,0 +1,301 @@
+"""Candidate query graphs for the `explore` translator, proposed by the knowledge graph itself.
+
+From the linked anchors (classes, predicates, quoted values, entities, numbers) and the question's cue words,
+build query graphs family by family — one hop from an entity in either direction, class + value constraints
+reached through join paths of the schema, comparisons, counts and aggregates, group-by superlatives, ordering,
+negation, ASK — give each its features, and keep those whose query returns answers (ASK and COUNT always
+stand). The schema memory prunes predicates that cannot connect; the store answers what is left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from grounding.schema import SchemaMemory
+from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
+from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, overlaps
+
+MAX_JOINS = 2
+MAX_FOCUS = 3
+
+
+@dataclass
+class Anchors:
+    """Everything linked in one question."""
+
+    question: str
+    cues: Cues
+    classes: list[Link]
+    predicates: list[Link]
+    values: list[Link]
+    entities: list[Link]
+
+    def content_words(self) -> list[tuple[int, int]]:
+        import re
+
+        return [(m.start(), m.end()) for m in re.finditer(r"\w+", self.question)
+                if m.group(0).lower() not in FUNCTION_WORDS]
+
+
+class SchemaPaths:
+    """Join paths between classes through IRI-valued predicates (both directions), shortest first."""
+
+    def __init__(self, schema: SchemaMemory):
+        self.schema = schema
+        self.edges: dict[str, list[tuple[Step, str]]] = {}
+        for p, info in schema.predicates.items():
+            if not info.ranges:
+                continue
+            for d in info.domains:
+                for r in info.ranges:
+                    self.edges.setdefault(d, []).append((Step(p, True), r))
+                    self.edges.setdefault(r, []).append((Step(p, False), d))
+
+    def to_class(self, start: str, goal: str, max_joins: int = MAX_JOINS) -> list[Path]:
+        if start == goal:
+            return [()]
+        out: list[Path] = []
+        frontier: list[tuple[str, Path]] = [(start, ())]
+        for _ in range(max_joins):
+            nxt = []
+            for cls, path in frontier:
+                for step, other in self.edges.get(cls, []):
+                    if any(s.pred == step.pred for s in path):
+                        continue
+                    np_ = path + (step,)
+                    if other == goal:
+                        out.append(np_)
+                    nxt.append((other, np_))
+            if out:
+                return out
+            frontier = nxt[:200]
+        return out
+
+    def to_predicate(self, start: str, pred: str, max_joins: int = MAX_JOINS) -> list[Path]:
+        """Paths from instances of `start` to the subject of `pred`, ending with `pred` itself (forward)."""
+        info = self.schema.predicates.get(pred)
+        if info is None:
+            return []
+        if start in info.domains or not info.domains:
+            return [(Step(pred, True),)]
+        paths: list[Path] = []
+        for d in info.domains:
+            for p in self.to_class(start, d, max_joins):
+                paths.append(p + (Step(pred, True),))
+        paths.sort(key=len)
+        return paths[:4]
+
+
+class Search:
+    """Builds and checks candidate graphs for one question within a time budget and a candidate cap."""
+
+    def __init__(self, schema: SchemaMemory, paths: SchemaPaths, store: object, *, budget_s: float = 2.0,
+                 cap: int = 400):
+        self.schema, self.paths, self.store = schema, paths, store
+        self.budget_s, self.cap = budget_s, cap
+        self.deadline = 0.0
+        self.truncated = False
+
+    # ---- the families ------------------------------------------------------------------------------
+    def candidates(self, a: Anchors) -> Iterator[Graph]:
+        self.deadline = time.perf_counter() + self.budget_s
+        n = 0
+        for gen in (self._class_graphs(a), self._entity_graphs(a)):
+            for g in gen:
+                yield g
+                n += 1
+                if n >= self.cap or time.perf_counter() > self.deadline:
+                    self.truncated = True
+                    return
+
+    def _focus_classes(self, a: Anchors) -> list[tuple[str, float, Link | None]]:
+        out: dict[str, tuple[float, Link | None]] = {}
+        for lk in a.classes:
+            if lk.score > out.get(lk.iri, (0.0, None))[0]:
+                out[lk.iri] = (lk.score, lk)
+        for lk in a.predicates + a.values:
+            info = self.schema.predicates.get(lk.iri)
+            for d in (info.domains if info else {}):
+                s = 0.5 * lk.score
+                if d in self.schema.classes and s > out.get(d, (0.0, None))[0]:
+                    out[d] = (s, None)
+        ranked = sorted(out.items(), key=lambda kv: -kv[1][0])
+        return [(c, s, lk) for c, (s, lk) in ranked[:MAX_FOCUS]]
+
+    def _class_graphs(self, a: Anchors) -> Iterator[Graph]:
+        for focus, fscore, flink in self._focus_classes(a):
+            used = [flink.span] if flink else []
+            for conds, cspans, cscore in self._cond_sets(a, focus, used):
+                spans = used + cspans
+                attrs = self._attributes(a, focus, spans)
+                for shape in self._shapes(a, focus, attrs, spans):
+                    g = Graph("class", focus_class=focus, conds=conds + shape.conds, answer=shape.answer,
+                              form=shape.form, aggs=shape.aggs, group=shape.group, order=shape.order,
+                              limit=shape.limit, distinct=shape.distinct, having=shape.having)
+                    g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(g.conds),
+                                  "joins": sum(max(len(c.path) - 1, 0) for c in g.conds),
+                                  "coverage": _coverage(a, spans + shape.spans), **shape.features}
+                    yield g
+
+    def _cond_sets(self, a: Anchors, focus: str, used: list[tuple[int, int]]
+                   ) -> Iterator[tuple[list[Cond], list[tuple[int, int]], float]]:
+        """Alternative sets of value/entity constraints: per span, its reachable readings; combined."""
+        per_span: list[list[tuple[Cond, tuple[int, int]]]] = []
+        taken: list[tuple[int, int]] = list(used)
+        for lk in a.values + a.entities:
+            if any(overlaps(lk.span, t) for t in taken) and not any(lk.span == t for t in taken):
+                continue
+            readings = []
+            if lk.kind == "value":
+                for path in self.paths.to_predicate(focus, lk.iri)[:2]:
+                    term = Term("literal", lk.value or lk.text, lk.datatype, label=lk.text)
+                    readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1))),
+                                     lk.span))
+            else:
+                for path in self._entity_paths(focus, lk.iri)[:2]:
+                    term = Term("iri", lk.iri, label=lk.label or lk.text)
+                    readings.append((Cond(path, "=", term, text=lk.text, score=lk.score), lk.span))
+            if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
+                readings.append((None, lk.span))  # a bare number may be a count or an attribute's value instead
+            if readings:
+                same = [grp for grp in per_span if grp[0][1] == lk.span]
+                if same:
+                    same[0].extend(readings)
+                else:
+                    per_span.append(readings)
+                    taken.append(lk.span)
+        per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
+        if not per_span:
+            yield [], [], 0.0
+            return
+        neg = a.cues.negation
+        for combo in itertools.islice(itertools.product(*per_span), 12):
+            combo = tuple(r for r in combo if r[0] is not None)
+            if not combo:
+                yield [], [], 0.0
+                continue
+            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question)
+            yield conds, spans, sum(c.score for c in conds) / len(conds)
+            if neg:  # "which … do not …": the constraint after the negation word is negated
+                last = max(range(len(conds)), key=lambda i: spans[i][0])
+                negated = [Cond(c.path, c.op, c.value, negated=(i == last), text=c.text, score=c.score)
+                           for i, c in enumerate(conds)]
+                yield negated, spans, sum(c.score for c in conds) / len(conds)
+
+    def _entity_paths(self, focus: str, entity: str) -> list[Path]:
+        q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
+             f"BIND(1 AS ?d) }} UNION {{ ?x <{self.schema.type_predicate}> <{focus}> . <{entity}> ?p ?x "
+             f"BIND(0 AS ?d) }} }} LIMIT 20")
+        rows = self._rows(q)
+        return [(Step(r[0]["value"], r[1]["value"] == "1"),) for r in rows if r[0] and r[1]]
+
+    def _attributes(self, a: Anchors, focus: str, spans: list[tuple[int, int]]) -> list[tuple[Path, Link]]:
+        """Predicate links reachable from the focus whose span is not already used, best first."""
+        out: list[tuple[Path, Link]] = []
+        for lk in a.predicates:
+            if any(overlaps(lk.span, s) for s in spans):
+                continue
+            info = self.schema.predicates.get(lk.iri)
+            if info is None or not info.literal:
+                continue
+            paths = self.paths.to_predicate(focus, lk.iri)
+            if paths:
+                out.append((paths[0], lk))
+        # one attribute per span: the best-scoring predicate, then the shortest path
+        best: dict[tuple[int, int], tuple[Path, Link]] = {}
+        for path, lk in out:
+            cur = best.get(lk.span)
+            if cur is None or lk.score - 0.15 * len(path) > cur[1].score - 0.15 * len(cur[0]):
+                best[lk.span] = (path, lk)
+        return sorted(best.values(), key=lambda pl: pl[1].span[0])
+
+    def _shapes(self, a: Anchors, focus: str, attrs: list[tuple[Path, Link]], spans: list[tuple[int, int]]
+                ) -> Iterator[_Shape]:
+        from kbqa.translators.explore_shapes import shapes
+
+        yield from shapes(self, a, focus, attrs, spans)
+
+    def _entity_graphs(self, a: Anchors) -> Iterator[Graph]:
+        """One hop from an entity, in either direction, to the answer (optionally typed by a linked class)."""
+        rel = {}
+        for pl in a.predicates:
+            rel[pl.iri] = max(rel.get(pl.iri, 0.0), pl.score)
+        for lk in a.entities[:4]:
+            q = (f"SELECT ?p ?d (COUNT(*) AS ?n) WHERE {{ {{ <{lk.iri}> ?p ?o BIND(1 AS ?d) }} UNION "
+                 f"{{ ?o ?p <{lk.iri}> BIND(0 AS ?d) }} }} GROUP BY ?p ?d LIMIT 200")
+            for row in self._rows(q):
+                p, d = row[0]["value"], row[1]["value"] == "1"
+                if p not in self.schema.predicates:
+                    continue
+                # the answer is at the other end: for `e p ?x` the step from ?x is backward
+                cond = Cond((Step(p, not d),), "=", Term("iri", lk.iri, label=lk.label or lk.text), text=lk.text,
+                            score=lk.score)
+                g = Graph("hop", conds=[cond], distinct=True)
+                pspans = [pl.span for pl in a.predicates if pl.iri == p and not overlaps(pl.span, lk.span)]
+                g.features = {"cond_score": lk.score, "n_conds": 1, "rel_lex": rel.get(p, 0.0) if pspans else 0.0,
+                              "coverage": _coverage(a, [lk.span] + pspans[:1])}
+                if a.cues.count:
+                    g.aggs = [("COUNT", None)]
+                if a.cues.ask:
+                    g.form = "ask"
+                yield g
+            if time.perf_counter() > self.deadline:
+                return
+
+    # ---- execution -------------------------------------------------------------------------------
+    def _rows(self, sparql: str) -> list[list[dict]]:
+        try:
+            return self.store.query(sparql, timeout_s=max(0.2, self.deadline - time.perf_counter()),  # type: ignore[attr-defined]
+                                    row_cap=500).rows
+        except Exception:  # noqa: BLE001 - a probe that fails (timeout, refused) proposes nothing
+            return []
+
+
+@dataclass
+class _Shape:
+    answer: list[Path]
+    form: str = "select"
+    aggs: list[tuple[str, Path | None]] | None = None
+    group: bool = False
+    order: tuple[Path | None, bool] | None = None
+    limit: int | None = None
+    distinct: bool = False
+    having: tuple[str, float, Path] | None = None
+    conds: list[Cond] | None = None
+    spans: list[tuple[int, int]] | None = None
+    features: dict[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        self.aggs = self.aggs or []
+        self.conds = self.conds or []
+        self.spans = self.spans or []
+        self.features = self.features or {}
+
+
+def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str
+              ) -> tuple[list[Cond], list[tuple[int, int]]]:
+    """Two values of the same path joined by "or" ("in 2014 or 2015") become one `IN` constraint."""
+    out: list[Cond] = []
+    out_spans: list[tuple[int, int]] = []
+    for c, sp in sorted(zip(conds, spans, strict=True), key=lambda cs: cs[1][0]):
+        prev = out[-1] if out else None
+        if (prev is not None and prev.op in ("=", "in") and c.op == "=" and prev.path == c.path and c.value
+                and " or " in f" {question[out_spans[-1][1]:sp[0]].lower()} "):
+            vals = prev.values or ([prev.value] if prev.value else [])
+            out[-1] = Cond(prev.path, "in", prev.value, text=f"{prev.text} or {c.text}", score=prev.score,
+                           values=vals + [c.value])
+            out_spans.append(sp)
+            continue
+        out.append(c)
+        out_spans.append(sp)
+    return out, out_spans
+
+
+def _coverage(a: Anchors, spans: list[tuple[int, int]]) -> float:
+    words = a.content_words()
+    if not words:
+        return 1.0
+    return sum(1 for w in words if any(overlaps(w, s) for s in spans)) / len(words)

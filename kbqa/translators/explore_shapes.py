@@ -1,0 +1,243 @@
+"""Query shapes of the `explore` search: how the question's cue words (how many, average, most, each, ordered
+by, more than, not, is there) read over the focus class and the attributes it names. Each reading is yielded
+as an alternative with features saying which cues it honours and which it leaves unused; the ranker decides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kbqa.translators.explore_graphs import Cond, Path, Step, Term
+from kbqa.translators.explore_link import TEMPORAL, Link
+
+if TYPE_CHECKING:
+    from kbqa.translators.explore_search import Anchors, Search, _Shape
+
+Attr = tuple[Path, Link]
+# Superlatives and comparatives that name their attribute by themselves ("the youngest dog" orders by age).
+IMPLIED = {"young": "age", "old": "age", "heav": "weight", "light": "weight", "tall": "height", "short": "height",
+           "long": "length", "fast": "speed", "slow": "speed", "cheap": "price", "expensive": "price",
+           "earl": "year", "lat": "year", "new": "year", "big": "size", "larg": "size", "small": "size"}
+
+
+def _implied(s: Search, focus: str, word: str, pos: int) -> list[Attr]:
+    """Numeric attributes of the focus that a superlative implies ("youngest" -> *age*, *pet age*)."""
+    noun = next((n for stem, n in IMPLIED.items() if word.startswith(stem)), None)
+    if noun is None:
+        return []
+    out = []
+    for p in s.schema.predicates_of(focus):
+        info = s.schema.predicates[p]
+        if info.literal and (info.numeric or info.date) and noun in info.label.split():
+            out.append(((Step(p),), Link("predicate", p, 0.6, (pos, pos), word, label=info.label)))
+    return out[:2]
+
+
+def _near(attrs: list[Attr], pos: int, after: bool | None = None) -> list[Attr]:
+    """Attributes by distance from a cue at `pos` (`after`: only those that follow / precede it)."""
+    pool = [x for x in attrs if after is None or (x[1].span[0] >= pos if after else x[1].span[1] <= pos)] or attrs
+    return sorted(pool, key=lambda x: min(abs(x[1].span[0] - pos), abs(x[1].span[1] - pos)))
+
+
+def _numeric(s: Search, path: Path) -> bool:
+    info = s.schema.predicates.get(path[-1].pred) if path else None
+    return bool(info and info.numeric)
+
+
+def _number_term(s: Search, path: Path, value: float) -> Term:
+    text = str(int(value)) if value == int(value) else str(value)
+    if _numeric(s, path):
+        return Term("number", text)
+    return Term("literal", text, label=text)  # a year kept as a string: compare as the store writes it
+
+
+def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
+    """Readings of "more than 20", "before 1980", "between 3 and 7": (conditions, attributes they use, score)."""
+    cues = a.cues
+    if not cues.comparisons and not cues.between:
+        return [([], [], 0.0)]
+    numeric_attrs = [x for x in attrs if _numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
+                                                                 s.schema.predicates[x[0][-1].pred].date)]
+    if not numeric_attrs:  # "cars before 1980": no attribute named; try the focus's year-like or numeric predicates
+        cands = []
+        for p in s.schema.predicates_of(focus):
+            info = s.schema.predicates[p]
+            if info.literal and (info.numeric or info.date or "year" in info.label):
+                lk = Link("predicate", p, 0.3, (cues.comparisons[0][2] if cues.comparisons else 0,) * 2, "",
+                          label=info.label)
+                cands.append(((Step(p),), lk))
+        cands.sort(key=lambda x: ("year" not in x[1].label, -s.schema.predicates[x[0][-1].pred].count))
+        numeric_attrs = cands[:3]
+    if not numeric_attrs:
+        return [([], [], -1.0)]
+    temporal_attrs = _year_like(s, focus, numeric_attrs)
+    out = []
+    for choice in range(min(2, len(numeric_attrs))):
+        conds, used = [], []
+        for op, value, pos in cues.comparisons:
+            if _number_names_class(a, value, pos):
+                continue  # "more than 3 models": a count of related items (HAVING), not an attribute
+            temporal = a.question.lower()[pos:].startswith(TEMPORAL)
+            ranked = _near(temporal_attrs, pos) if temporal and temporal_attrs else _near(numeric_attrs, pos)
+            x = ranked[min(choice, len(ranked) - 1)]
+            conds.append(Cond(x[0], op, _number_term(s, x[0], value), text=f"{op} {value:g}"))
+            used.append(x)
+        if cues.between:
+            x = _near(numeric_attrs, 0)[min(choice, len(numeric_attrs) - 1)]
+            lo, hi = cues.between
+            conds += [Cond(x[0], ">=", _number_term(s, x[0], lo)), Cond(x[0], "<=", _number_term(s, x[0], hi))]
+            used.append(x)
+        out.append((conds, used, 1.0 - 0.3 * choice))
+    return out
+
+
+def _year_like(s: Search, focus: str, attrs: list[Attr]) -> list[Attr]:
+    """Attributes that hold a year or a date: the linked ones, else the focus's own."""
+    def yearish(p: str) -> bool:
+        info = s.schema.predicates.get(p)
+        return bool(info and info.literal and (info.date or "year" in info.label.split()))
+
+    linked = [x for x in attrs if yearish(x[0][-1].pred)]
+    if linked:
+        return linked
+    return [((Step(p),), Link("predicate", p, 0.3, (0, 0), "", label=s.schema.predicates[p].label))
+            for p in s.schema.predicates_of(focus) if yearish(p)][:2]
+
+
+def _number_names_class(a: Anchors, value: float, pos: int) -> bool:
+    """Whether the number after the cue at `pos` counts items of a class the question names ("3 models")."""
+    nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
+    if not nums:
+        return False
+    end = nums[0][2]
+    return any(0 <= lk.span[0] - end <= 12 for lk in a.classes)
+
+
+def _having(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]]
+            ) -> list[tuple[str, float, Path, tuple[int, int]]]:
+    """"makers with more than 3 models": (op, number, path to the counted class, its span) per reading."""
+    out = []
+    for op, value, pos in a.cues.comparisons:
+        nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
+        if not nums:
+            continue
+        for path, lk, span in related:
+            if 0 <= lk.span[0] - nums[0][2] <= 12:
+                out.append((op, value, path, span))
+    return out
+
+
+def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]) -> Iterator[_Shape]:
+    from kbqa.translators.explore_search import _Shape
+
+    cues, q = a.cues, " " + a.question.lower() + " "
+    distinct = " distinct " in q or " different " in q
+    related = _related_classes(s, a, focus, spans)
+    for conds, cmp_used, cmp_score in _comparisons(s, a, focus, attrs):
+        free = [x for x in attrs if x not in cmp_used]
+        used_spans = [x[1].span for x in cmp_used]
+        base = {"cmp": cmp_score}
+        free_paths = [p for p, _ in free]
+        neg_conds = _negations(s, a, focus, related, spans) + _exists(related)
+        for extra, neg_f, extra_spans in neg_conds:
+            cc = conds + extra
+            f0 = {**base, "neg": neg_f}
+            used_spans = [x[1].span for x in cmp_used] + extra_spans
+            if cues.ask:
+                yield _Shape([()], form="ask", conds=cc, spans=used_spans, features={**f0, "cue_ok": 1.0})
+            if cues.count:
+                yield _Shape([()], aggs=[("COUNT", None)], conds=cc, spans=used_spans,
+                             features={**f0, "cue_ok": 1.0, "cue_miss": float(bool(cues.aggregates))})
+                for path, _lk, cls_span in related:  # "how many concerts does each stadium have"
+                    if cues.group or cues.superlative:
+                        yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
+                if cues.group and free:
+                    for x in free[:2]:  # "number of employees in each city": group by an attribute
+                        yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, conds=cc,
+                                     spans=used_spans + [x[1].span], features={**f0, "cue_ok": 2.0})
+            if cues.aggregates:
+                numeric = [x for x in free if _numeric(s, x[0])]
+                for target in numeric[:2]:
+                    aggs = [(fn, target[0]) for fn in cues.aggregates]
+                    others = [x for x in free if x is not target]
+                    sp = used_spans + [target[1].span]
+                    yield _Shape([()], aggs=aggs, conds=cc, spans=sp, features={**f0, "cue_ok": 1.0 + cues.count * -1})
+                    if others and cues.group:
+                        for g in others[:2]:
+                            yield _Shape([g[0]], aggs=aggs, group=True, conds=cc, spans=sp + [g[1].span],
+                                         features={**f0, "cue_ok": 2.0})
+            if cues.superlative and not cues.count:
+                desc = cues.superlative == "desc"
+                pos = a.question.lower().find(cues.superlative_word)
+                numeric = [x for x in _near(free, pos, after=True) if _numeric(s, x[0])][:2]
+                numeric += _implied(s, focus, cues.superlative_word, pos)
+                for key in numeric:
+                    shown = [p for p in free_paths if p != key[0]] or [()]
+                    right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20
+                    yield _Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
+                                 conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
+                                 features={**f0, "cue_ok": 1.5 if right_after else 1.0})
+                for path, _lk, cls_span in related:  # "the stadium with the most concerts"
+                    yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
+                if " common " in q or " most " in q:  # "the most common nationality": group by the attribute
+                    sure = " common " in q or " number of " in q or " frequent" in q
+                    for x in free[:2]:
+                        yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                                     conds=cc, spans=used_spans + [x[1].span],
+                                     features={**f0, "cue_ok": 1.0 if sure else 0.4})
+            if cues.order and free:
+                by = q.find(" by ")
+                keys = _near(free, by if by >= 0 else len(q), after=True)[:2]
+                for key in keys:
+                    shown = [p for p in free_paths if p != key[0]]
+                    yield _Shape([()] + shown, order=(key[0], cues.order == "desc"), conds=cc,
+                                 spans=used_spans + [x[1].span for x in free], features={**f0, "cue_ok": 1.0})
+            for op, value, path, cls_span in _having(s, a, focus, related):
+                yield _Shape([()] + free_paths, having=(op, value, path), conds=cc,
+                             spans=used_spans + [cls_span] + [x[1].span for x in free],
+                             features={**f0, "cue_ok": 1.5})
+            # the plain reading: the focus and every attribute it names
+            miss = sum(bool(x) for x in (cues.count, cues.aggregates, cues.superlative, cues.ask, cues.order))
+            yield _Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
+                         features={**f0, "cue_miss": float(miss)})
+
+
+def _group_count(shape_cls: type, free: list[Attr], path: Path, conds: list[Cond], spans: list[tuple[int, int]],
+                 f0: dict[str, float], cues: object) -> Iterator[_Shape]:
+    """Count related items per focus item ("number of concerts in each stadium"), highest first when asked."""
+    shown = [x[0] for x in free] or [()]
+    sup = getattr(cues, "superlative", None)
+    order = (None, sup == "desc") if sup else None
+    yield shape_cls(shown, aggs=[("COUNT", path)], group=True, order=order, limit=1 if sup else None, conds=conds,
+                    spans=spans + [x[1].span for x in free], features={**f0, "cue_ok": 2.0})
+
+
+def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, int]]
+                     ) -> list[tuple[Path, Link, tuple[int, int]]]:
+    """Other classes the question names, with the join path from the focus to their instances."""
+    out = []
+    for lk in a.classes:
+        if lk.iri == focus or any(lk.span == sp for sp in spans):
+            continue
+        paths = s.paths.to_class(focus, lk.iri)
+        if paths:
+            out.append((paths[0], lk, lk.span))
+    return out[:2]
+
+
+def _negations(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]],
+               spans: list[tuple[int, int]]) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
+    """"stadiums without any concert", "people that are not poker players": no path to a related class."""
+    out: list[tuple[list[Cond], float, list[tuple[int, int]]]] = [([], 0.0, [])]
+    if not a.cues.negation:
+        return out
+    for path, lk, span in related:
+        if path:
+            out.append(([Cond(path, "exists", None, negated=True, text=f"no {lk.text}")], 1.0, [span]))
+    return out
+
+
+def _exists(related: list[tuple[Path, Link, tuple[int, int]]]
+            ) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
+    """"students who have a pet": a path to a related class the question names."""
+    return [([Cond(path, "exists", None, text=lk.text)], 0.0, [span]) for path, lk, span in related if path]
