@@ -9,18 +9,8 @@ from pathlib import Path
 
 import pytest
 from mcp_harness import HttpServer, McpClient, stdio_session
+from test_server_api import CAPITAL, MALFORMED, QUESTION  # the same scripted model as the HTTP API's tests
 
-FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
-QUESTION = "what is the capital of atlantis"
-CAPITAL = (FIXTURES / "capital_atlantis.desq").read_text(encoding="utf-8")
-MALFORMED = """ATOMIC CONSTRAINTS
-AC1: we need something
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => ?var1 [unknown] ?var2 .
-GROUNDING
-[unused] entity | nothing | nothing
-"""
 TOOLS = {"ask", "generate_sparql", "run_sparql", "ground", "explain", "describe_kb"}
 ROW_CAP, TIMEOUT_S = 20, 3.0  # below the tiny store's 50 triples; a short budget for the runaway query
 

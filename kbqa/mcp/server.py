@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 from kb_dumps.errors import KBQAError
 from kbqa.mcp.models import KBDescription, SchemaItem, SparqlResult, ToolErrorBody
 from kbqa.server import schemas
-from kbqa.server.app import default_engine_factory
+from kbqa.server.app import AppState, default_engine_factory
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, result_status
 from kbqa.server.limits import Gate
@@ -44,17 +44,15 @@ updates); `ground` finds KB ids for a label; `explain` compiles a DeSQ / QCompil
 Every result carries `steps` (stage, ok, detail); a failure names its stage."""
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 ResultOut = Annotated[CallToolResult, schemas.Result]
+Question = Annotated[str, Field(description="the question, in words (English)")]
+Execute = Annotated[bool, Field(description="run the query (false: SPARQL only)")]
 
 
 @dataclass
-class State:
-    """What the lifespan opens once per process and every tool shares."""
+class State(AppState):
+    """What the lifespan opens once per process and every tool shares: the HTTP server's state, plus what
+    `describe_kb` reads once."""
 
-    settings: ServerSettings
-    gate: Gate
-    engines: EnginePool | None = None
-    store_pool: StorePool | None = None
-    profile: Any = None
     schema: Any = None  # the SchemaMemory, read (or built) on the first describe_kb
     translator: str | None = None
 
@@ -171,6 +169,9 @@ def create_server(settings: ServerSettings | None = None, *,
                      instructions=INSTRUCTIONS, version="0.1.0", lifespan=lifespan)
     guard = guarded(state)
 
+    def tool(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
+        return server.tool(annotations=READ_ONLY)(guard(fn))
+
     async def on_engine(fn: Callable[[EngineWorker], Any]) -> Any:
         assert state.engines is not None
         return await state.engines.run(fn, settings.queue_timeout_s, settings.request_timeout_s)
@@ -180,26 +181,19 @@ def create_server(settings: ServerSettings | None = None, *,
         result = await on_engine(lambda w: w.engine.ask(q, frontend=frontend, execute=execute))
         return result_output(result)
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
-    async def ask(question: Annotated[str, Field(description="the question, in words (English)")],
-                  frontend: schemas.Frontend = "desq",
-                  execute: Annotated[bool, Field(description="run the query (false: SPARQL only)")] = True
-                  ) -> ResultOut:
+    @tool
+    async def ask(question: Question, frontend: schemas.Frontend = "desq", execute: Execute = True) -> ResultOut:
         """Answer a question over the knowledge graph: translate it, ground its labels to KB ids, assemble checked
         SPARQL and run it. Returns the answers (with labels), the SPARQL, the grounding and a step report."""
         return await asked(question, frontend, execute)
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
-    async def generate_sparql(question: Annotated[str, Field(description="the question, in words (English)")],
-                              frontend: schemas.Frontend = "desq") -> ResultOut:
+    @tool
+    async def generate_sparql(question: Question, frontend: schemas.Frontend = "desq") -> ResultOut:
         """Write checked, grounded SPARQL for a question without running it (status `generated`): for another
         endpoint, or to inspect before `run_sparql`."""
         return await asked(question, frontend, False)
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
+    @tool
     async def run_sparql(query: Annotated[str, Field(description="a SELECT, ASK, CONSTRUCT or DESCRIBE query; the "
                                                                  "KB's prefixes (wd:, wdt:, …) need no PREFIX")]
                          ) -> Annotated[CallToolResult, SparqlResult]:
@@ -227,8 +221,7 @@ def create_server(settings: ServerSettings | None = None, *,
                            row_cap=settings.row_cap, seconds=round(res.elapsed_s, 6))
         return structured(out.model_dump(mode="json", by_alias=True, exclude_none=True))
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
+    @tool
     async def ground(label: Annotated[str, Field(description="the label, as a user would write it", max_length=1000)],
                      kind: Literal["entity", "property", "class"] | None = None,
                      description: Annotated[str | None, Field(description="a short description that "
@@ -248,12 +241,9 @@ def create_server(settings: ServerSettings | None = None, *,
 
         return structured((await on_engine(call)).to_dict())
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
+    @tool
     async def explain(text: Annotated[str, Field(description="a DeSQ, QCompiler or PyRAG text")],
-                      frontend: schemas.Frontend = "desq",
-                      execute: Annotated[bool, Field(description="run the query (false: SPARQL only)")] = True
-                      ) -> ResultOut:
+                      frontend: schemas.Frontend = "desq", execute: Execute = True) -> ResultOut:
         """Compile a front-end text you wrote (DeSQ atomic constraints + fragments + grounding, a QCompiler
         expression, or a PyRAG program) into the Plan, its grounding and checked SPARQL, and run it."""
         req = schemas.CompileRequest(frontend=frontend, source=text, execute=execute)  # the /v1/compile checks
@@ -263,8 +253,7 @@ def create_server(settings: ServerSettings | None = None, *,
         return result_output(await on_engine(lambda w: w.engine.compile(req.source, frontend=req.frontend,
                                                                         execute=req.execute)))
 
-    @server.tool(annotations=READ_ONLY)
-    @guard
+    @tool
     async def describe_kb(limit: Annotated[int, Field(ge=1, le=1000, description="classes and predicates to "
                                                                                  "list, most used first")] = 50
                           ) -> Annotated[CallToolResult, KBDescription]:
