@@ -114,25 +114,20 @@ def pipeline(store: Path, remote: Path, rounds: int, sq: int) -> dict:
 
 def ask_bench(engines: dict, store: Path, remote: Path, n: int) -> dict:
     from eval.loaders import load, resolve_benchmark
-    from kbqa.translators.casebank import question_key
-    from kbqa.translators.model import make_translator
     from kbqa.translators.settings import get_model_settings
 
     path, fmt, name = resolve_benchmark("simplequestions-valid")
     records = [r for r in load(path, fmt, dataset=name) if r.usable][:n]
-    dirs = {"local": store, "endpoint": remote}
     results, times, execs = {}, {}, {}
     for key, eng in engines.items():
-        tr = make_translator(get_model_settings(backend="cases"), dirs[key], store=eng.assembler.store)
-        if hasattr(tr, "exclude_ids"):  # scored questions are never their own case (as kbqa eval does)
-            tr.exclude_ids = set(tr.exclude_ids) | {r.id for r in records}
-            tr.exclude_questions = set(tr.exclude_questions) | {question_key(r.question) for r in records}
-        eng.ask(records[0].question, tr)  # warm-up
+        eng.settings = get_model_settings(backend="cases")
+        # scored questions are never their own case (as kbqa eval does)
+        eng.translator.exclude({r.id for r in records}, {r.question for r in records})
+        eng.ask(records[0].question)  # warm-up
         t0 = time.perf_counter()
-        results[key] = [eng.ask(r.question, tr, qid=r.id) for r in records]
+        results[key] = [eng.ask(r.question, qid=r.id) for r in records]
         times[key] = time.perf_counter() - t0
         execs[key] = exec_seconds(results[key])
-        tr.close()
     mism = [r.id for r, a, b in zip(records, results["local"], results["endpoint"], strict=True) if not same(a, b)]
     for qid in mism[:5]:
         print(f"  MISMATCH {qid}")

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kb_dumps.errors import PIPELINE_ORDER, Stage
 from kb_dumps.profiles import get_profile
 
-# Pipeline order (DESIGN "Assembly, checking, execution"), then the two answer-level verdicts.
-STAGE_ORDER = ("translate", "parse", "validate", "ground", "assemble", "execute", "empty", "wrong-answer")
+# Pipeline order (DESIGN "Assembly, checking, execution"); then `internal`, a bug of ours charged to no stage of
+# the model's (it ranks after them: a question's first failure of the pipeline proper is charged first);
+# then the answer-level verdict.
+STAGE_ORDER = (*PIPELINE_ORDER, Stage.INTERNAL, "wrong-answer")
 # Stages a predictor may report that are not in the order above, mapped onto it.
 _STAGE_ALIASES = {"store": "execute", "usage": "translate", "ingest": "execute"}
 

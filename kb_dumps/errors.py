@@ -7,12 +7,71 @@ traceback.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 
-STAGES = ("ingest", "translate", "parse", "validate", "ground", "assemble", "execute", "empty", "store", "usage")
+log = logging.getLogger("kbqa")
 
 # Exit codes of the `kbqa` command (DESIGN "Command line and Python API").
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_BACKEND = 0, 1, 2, 3, 4
+# Where to report a bug of ours (the one-line message of an `internal` error names it).
+ISSUES_HINT = "this is a bug in kbqa, not in your input: please report it with the input that caused it"
+
+
+class Stage(StrEnum):
+    """Where a problem happened. A `str` (``Stage.PARSE == "parse"``), so ErrorInfo, Results and JSON carry
+    the plain name; the one list of stages that the pipeline, repair, attribution and exit codes use."""
+
+    INGEST = "ingest"  # reading a dump (kbqa ingest)
+    USAGE = "usage"  # a flag, file or setting the user gave is wrong
+    TRANSLATE = "translate"  # question -> front-end text (translator or model backend)
+    PARSE = "parse"  # front-end text -> Plan
+    VALIDATE = "validate"  # the Plan breaks a rule of the format (unbound variable, unknown placeholder, ...)
+    GROUND = "ground"  # placeholders -> KB ids
+    ASSEMBLE = "assemble"  # Plan + grounding -> SPARQL text
+    EXECUTE = "execute"  # the store refused the query, or it failed or ran out of time
+    EMPTY = "empty"  # the query ran and returned nothing
+    STORE = "store"  # the store could not be opened or failed
+    INTERNAL = "internal"  # an unexpected exception in our own code: a bug, never the model's mistake
+
+    @property
+    def repairable(self) -> bool:
+        """Whether a corrected model output can fix a failure at this stage (the repair loop sends it back)."""
+        return self in REPAIRABLE
+
+    @property
+    def exit_code(self) -> int:
+        """The `kbqa` exit code of a question that failed here."""
+        return _STAGE_EXIT.get(self, EXIT_BAD_INPUT)
+
+
+STAGES = tuple(Stage)
+# The question path in order (DESIGN "Assembly, checking, execution"): attribution charges the first of these.
+PIPELINE_ORDER = (Stage.TRANSLATE, Stage.PARSE, Stage.VALIDATE, Stage.GROUND, Stage.ASSEMBLE, Stage.EXECUTE,
+                  Stage.EMPTY)
+# Failed stages whose errors describe the model's output itself, so that a corrected output can fix them.
+REPAIRABLE = frozenset({Stage.PARSE, Stage.VALIDATE, Stage.ASSEMBLE})
+_STAGE_EXIT = {Stage.PARSE: EXIT_BAD_INPUT, Stage.VALIDATE: EXIT_BAD_INPUT, Stage.ASSEMBLE: EXIT_BAD_INPUT,
+               Stage.EXECUTE: EXIT_BAD_INPUT, Stage.GROUND: EXIT_NO_ANSWER, Stage.EMPTY: EXIT_NO_ANSWER,
+               Stage.STORE: EXIT_BACKEND, Stage.TRANSLATE: EXIT_BACKEND, Stage.INTERNAL: EXIT_BACKEND,
+               Stage.USAGE: EXIT_USAGE, Stage.INGEST: EXIT_BAD_INPUT}
+
+
+def exit_code_of(stage: str | None) -> int:
+    """The exit code of a failed stage given by name (an unknown name is bad input)."""
+    try:
+        return Stage(stage).exit_code
+    except ValueError:
+        return EXIT_BAD_INPUT
+
+
+def internal_error(exc: BaseException, where: str, **kw: str | int | None) -> ErrorInfo:
+    """An unexpected exception of ours as one `internal` problem: its traceback goes to the log (shown
+    under `kbqa -v`), the user sees one line with what failed and the issue-report hint."""
+    log.info("internal error %s", where, exc_info=exc)
+    return ErrorInfo(Stage.INTERNAL, f"internal error {where} ({type(exc).__name__}: {str(exc)[:200]}); "
+                     f"{ISSUES_HINT} (kbqa -v shows the traceback)", **kw)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -1,133 +1,58 @@
-"""`Engine`: the Python API behind the CLI and the HTTP server — front-end text → Plan → SPARQL → answers.
+"""`Engine`: the one path of a question through kbqa — translate → parse → ground → assemble → execute → repair.
 
     from kbqa.pipeline import Engine
     with Engine(store=".kbqa/stores/wikidata-mini") as engine:
-        result = engine.compile(desq_text)          # one Result: SPARQL, answers, Plan, grounding, steps
+        result = engine.ask("where was sasha vujačić born")   # question in: the translator writes DeSQ
+        result = engine.compile(desq_text)                    # front-end text in: no translator
         print(result.status, result.sparql, result.to_dict())
 
-`Engine.ask(question)` puts a translator in front (the case bank by default, or a model backend) and
-repairs failed outputs with the model (`kbqa/repair.py`); DeSQ, QCompiler and PyRAG texts all lower to
-the same Plan. Everything fills the same `Result`.
+The CLI verbs, the HTTP handlers and `kbqa eval` call these methods and nothing below them. The engine
+builds its translator from the translator settings (`kbqa.translators.settings`) on first use and hands
+it the engine's own query worker and label memory, so a process opens each once. DeSQ, QCompiler and
+PyRAG texts all lower to the same Plan; everything fills the same `Result`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assembler.answers import Answers
 from assembler.assemble import AssembleOptions, Assembler
-from assembler.report import Attempt, Diagnosis, PlaceholderGrounding, Step
-from kb_dumps.errors import (
-    EXIT_BACKEND,
-    EXIT_BAD_INPUT,
-    EXIT_NO_ANSWER,
-    EXIT_OK,
-    ErrorInfo,
-    KBQAError,
-    StoreError,
-)
+from assembler.report import Step
+from kb_dumps.errors import PIPELINE_ORDER, ErrorInfo, KBQAError, Stage, StoreError, internal_error
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
-from kbqa.translators.base import TranslationResult
+from kbqa.frontends import FRONTENDS
+from kbqa.result import Result, translation_detail
+from kbqa.translators.base import Translator
 
+if TYPE_CHECKING:
+    from grounding.ground import Grounder
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.store import Store
+    from kbqa.translators.settings import ModelSettings
 
-def _parse_desq(text: str) -> Any:
-    from kbqa.frontends.desq import parse_desq
-
-    return parse_desq(text)
-
-
-# Front-end name → text parser returning an object with `.plan`, `.errors`, `.constraints` (see desq.ParseResult).
-# QCompiler and PyRAG need a translator for their leaves / sub-questions: `Engine._frontend` binds it.
-FRONTENDS: dict[str, Callable[[str], Any]] = {"desq": _parse_desq}
-FRONTEND_NAMES = ("desq", "qcompiler", "pyrag")
-
-# Exit code of the `kbqa` command for each failed stage (DESIGN "Command line and Python API").
-_STAGE_EXIT = {"parse": EXIT_BAD_INPUT, "validate": EXIT_BAD_INPUT, "assemble": EXIT_BAD_INPUT,
-               "execute": EXIT_BAD_INPUT, "ground": EXIT_NO_ANSWER, "empty": EXIT_NO_ANSWER,
-               "store": EXIT_BACKEND, "translate": EXIT_BACKEND}
-
-
-@dataclass
-class Result:
-    """Everything one question or front-end text produced, as plain data (`to_dict` is JSON)."""
-
-    status: str = "error"  # ok | generated | empty | error
-    failed_stage: str | None = None
-    frontend: str = "desq"
-    text: str = ""  # the front-end text that was compiled
-    question: str | None = None  # set by `ask` (translators, a later issue)
-    sparql: str | None = None
-    answers: Answers | None = None
-    plan: dict | None = None
-    constraints: list[dict] = field(default_factory=list)  # the ACs (id, text, fragment) of a DeSQ text
-    grounding: list[PlaceholderGrounding] = field(default_factory=list)
-    attempts: list[Attempt] = field(default_factory=list)
-    diagnosis: Diagnosis | None = None
-    steps: list[Step] = field(default_factory=list)
-    errors: list[ErrorInfo] = field(default_factory=list)
-    timed_out: bool = False
-    seconds: float = 0.0
-    translation: dict | None = None  # the translator's output, tokens and timings (set by `ask`)
-    repairs: dict | None = None  # the self-repair rounds (set by `ask` when a model repaired its output)
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("ok", "generated")
-
-    @property
-    def exit_code(self) -> int:
-        if self.ok:
-            return EXIT_OK
-        if self.status == "empty":
-            return EXIT_NO_ANSWER
-        if self.failed_stage == "execute" and self.timed_out:
-            return EXIT_BACKEND
-        return _STAGE_EXIT.get(self.failed_stage or "", EXIT_BAD_INPUT)
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "failed_stage": self.failed_stage, "exit_code": self.exit_code,
-                "frontend": self.frontend, "text": self.text, "question": self.question, "sparql": self.sparql,
-                "answers": self.answers.to_dict() if self.answers else None, "plan": self.plan,
-                "constraints": self.constraints, "grounding": [g.to_dict() for g in self.grounding],
-                "attempts": [a.to_dict() for a in self.attempts],
-                "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
-                "steps": [s.to_dict() for s in self.steps], "errors": [e.to_dict() for e in self.errors],
-                "timed_out": self.timed_out, "seconds": round(self.seconds, 6),
-                "translation": self.translation, "repairs": self.repairs}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Result:
-        return cls(status=d["status"], failed_stage=d.get("failed_stage"), frontend=d.get("frontend", "desq"),
-                   text=d.get("text", ""), question=d.get("question"), sparql=d.get("sparql"),
-                   answers=Answers.from_dict(d["answers"]) if d.get("answers") else None, plan=d.get("plan"),
-                   constraints=list(d.get("constraints", [])),
-                   grounding=[PlaceholderGrounding.from_dict(g) for g in d.get("grounding", [])],
-                   attempts=[Attempt.from_dict(a) for a in d.get("attempts", [])],
-                   diagnosis=Diagnosis.from_dict(d["diagnosis"]) if d.get("diagnosis") else None,
-                   steps=[Step.from_dict(s) for s in d.get("steps", [])],
-                   errors=[ErrorInfo(**e) for e in d.get("errors", [])], timed_out=bool(d.get("timed_out")),
-                   seconds=float(d.get("seconds", 0.0)), translation=d.get("translation"),
-                   repairs=d.get("repairs"))
+__all__ = ["FRONTENDS", "Engine", "Result"]
 
 
 class Engine:
     """One KB (a store directory made by `kbqa ingest`, or None for "generate only") and the settings
-    to compile against it. Opening the store's worker, label memory and grounding index is lazy.
+    to compile against it. Opening the store's worker, label memory, grounding index and translator is lazy.
 
     With no grounding index in the store (`kbqa index` not run), only guessed URIs that the label
     memory confirms are used; with no store at all, guessed URIs are used unchecked."""
 
     def __init__(self, store: str | Path | None = None, *, profile: str | KBProfile | None = None,
                  timeout_s: float | None = None, row_cap: int | None = None,
-                 options: AssembleOptions | None = None, grounder: Any = None, translator: Any = None,
+                 options: AssembleOptions | None = None, grounder: Grounder | None = None,
+                 translator: Translator | None = None, settings: ModelSettings | None = None,
                  repair_rounds: int = 2, endpoint: str | None = None, endpoint_dialect: str | None = None):
         self.options = options or AssembleOptions()
-        self.translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
+        self.settings = settings  # which translator `ask` builds (None: from the environment / kbqa.toml)
+        self._translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
+        self._own_translator = False  # closed with the engine only when the engine made it
         self.repair_rounds = repair_rounds
         if timeout_s is not None:
             self.options.timeout_s = timeout_s
@@ -147,8 +72,8 @@ class Engine:
         else:
             self.profile = get_profile(profile or "wikidata")
         self._grounder = grounder
-        self._store: Any = None
-        self._memory: Any = None
+        self._store: Store | None = None
+        self._memory: LabelMemory | None = None
         self._assembler: Assembler | None = None
         self.grounding_note = ""  # why grounding is limited (no index), for the step report
 
@@ -172,7 +97,12 @@ class Engine:
                                             memory=self._memory, options=self.options)
         return self._assembler
 
-    def _open_grounder(self) -> Any:
+    @property
+    def store(self) -> Store | None:
+        """The engine's query worker (None without a store or endpoint): translators and /v1/ground share it."""
+        return self.assembler.store if self.store_dir is not None or self.endpoint is not None else None
+
+    def _open_grounder(self) -> Grounder | None:
         from grounding.ground import Grounder
 
         try:
@@ -181,7 +111,38 @@ class Engine:
             self.grounding_note = e.info.message
             return None  # the Assembler then checks guessed URIs against the label memory only
 
+    @property
+    def translator(self) -> Translator:
+        """The translator of `ask` (and of QCompiler leaves / PyRAG sub-questions), made from the settings on
+        first use over this engine's store and label memory. A translator that cannot be made (no case bank,
+        no replay file) raises its KBQAError here."""
+        if self._translator is None:
+            from kbqa.translators import make_translator
+            from kbqa.translators.settings import get_model_settings
+
+            settings = self.settings or get_model_settings()
+            store = self.store
+            self._translator = make_translator(settings, self.store_dir, store=store,
+                                               memory=self._memory if store is not None else None)
+            self._own_translator = True
+        return self._translator
+
+    @translator.setter
+    def translator(self, translator: Translator | None) -> None:
+        self._translator, self._own_translator = translator, False
+
+    def leaf_translator(self) -> Translator | None:
+        """The translator for QCompiler leaves and PyRAG sub-questions, or None when none can be made (the
+        front-end then reports that its leaves have no translator)."""
+        try:
+            return self.translator
+        except KBQAError:
+            return None
+
     def close(self) -> None:
+        if self._own_translator and self._translator is not None:
+            self._translator.close()
+            self._translator = None
         if self._store is not None:
             self._store.close()
         if self._memory is not None:
@@ -195,38 +156,77 @@ class Engine:
         self.close()
 
     # ---- the API ---------------------------------------------------------------------------------
+    def ask(self, question: str, *, frontend: str = "desq", execute: bool = True, qid: str | None = None) -> Result:
+        """Question → front-end text (the translator) → `compile` (run on the store, or with `execute=False`
+        stopped after the generate check), with a `translate` step (timings, tokens) first and the model's
+        repairs recorded. `qid` names a benchmark question (replay looks outputs up by it). Never raises for
+        a failed translation: the Result's first step is `translate`, failed with the reason."""
+        from kbqa.repair import compile_with_repair
+
+        tr = self.translator
+        t0 = time.perf_counter()
+        try:
+            translation = tr.translate(question, frontend, qid=qid)
+        except KBQAError as e:
+            errors = [err if err.stage == Stage.TRANSLATE else _as_translate(err) for err in e.errors]
+            return _translate_failed(question, frontend, tr.name, Stage.TRANSLATE, errors, t0)
+        except Exception as exc:  # a translator bug is ours: stage internal, not the model's failure
+            errors = [internal_error(exc, f"in the {tr.name} translator", qid=qid)]
+            return _translate_failed(question, frontend, tr.name, Stage.INTERNAL, errors, t0)
+        result = compile_with_repair(self, question, translation, tr, frontend, rounds=self.repair_rounds, qid=qid,
+                                     execute=execute)
+        result.question = question
+        result.steps.insert(0, Step(Stage.TRANSLATE, True, translation.seconds, translation_detail(translation)))
+        result.seconds = time.perf_counter() - t0  # translation included
+        result.translation = translation.to_dict()
+        return result
+
+    def generate(self, question: str, *, frontend: str = "desq", qid: str | None = None) -> Result:
+        """`ask` without running the query: checked SPARQL for another endpoint (/v1/generate)."""
+        return self.ask(question, frontend=frontend, execute=False, qid=qid)
+
     def compile(self, text: str, frontend: str = "desq", execute: bool = True) -> Result:
-        """Parse front-end `text`, ground, assemble and (with a store and `execute`) run it. Never raises
+        """Parse front-end `text` (once), ground, assemble and (with a store and `execute`) run it. Never raises
         for bad input or a failing query: the Result says which stage failed and why."""
         t_start = time.perf_counter()
         result = Result(frontend=frontend, text=text if isinstance(text, str) else "")
-        parse = self._frontend(frontend)
-        if parse is None:
-            err = ErrorInfo("parse", f"unknown front-end {frontend!r}; choose one of {', '.join(FRONTEND_NAMES)}")
-            result.steps.append(Step("parse", False, 0.0, "", [err]))
-            return _finish(result, "parse", [err], t_start)
+        if frontend not in FRONTENDS:
+            err = ErrorInfo(Stage.PARSE, f"unknown front-end {frontend!r}; choose one of "
+                                         f"{', '.join(FRONTENDS.names())}")
+            result.steps.append(Step(Stage.PARSE, False, 0.0, "", [err]))
+            return _finish(result, Stage.PARSE, [err], t_start)
+        parse: Callable[[str], Any] = FRONTENDS.get(frontend).make(self)
         t0 = time.perf_counter()
-        parsed = parse(text)
+        try:
+            parsed = parse(text)
+        except Exception as exc:  # a front-end's contract is "never raises"; one that does is our bug
+            err = internal_error(exc, f"in the {frontend} front-end")
+            result.steps.append(Step(Stage.PARSE, False, time.perf_counter() - t0, "", [err]))
+            return _finish(result, Stage.INTERNAL, [err], t_start)
         seconds = time.perf_counter() - t0
-        parse_errs = [e for e in parsed.errors if e.stage != "validate"]
-        validate_errs = [e for e in parsed.errors if e.stage == "validate"]
+        parse_errs = [e for e in parsed.errors if e.stage != Stage.VALIDATE]
+        validate_errs = [e for e in parsed.errors if e.stage == Stage.VALIDATE]
         result.constraints = [c.to_dict() for c in getattr(parsed, "constraints", [])]
-        result.steps.append(Step("parse", not parse_errs, seconds,
+        result.steps.append(Step(Stage.PARSE, not parse_errs, seconds,
                                  f"{len(result.constraints)} constraints", parse_errs))
         if not parse_errs:
-            result.steps.append(Step("validate", not validate_errs, 0.0, "", validate_errs))
+            result.steps.append(Step(Stage.VALIDATE, not validate_errs, 0.0, "", validate_errs))
         if parsed.errors or parsed.plan is None:
-            errs = list(parsed.errors) or [ErrorInfo("parse", "no Plan was produced")]
-            stage = errs[0].stage if errs[0].stage in ("translate", "assemble") else (
-                "parse" if parse_errs or not validate_errs else "validate")
-            return _finish(result, stage, errs, t_start)
+            errs = list(parsed.errors) or [ErrorInfo(Stage.PARSE, "no Plan was produced")]
+            return _finish(result, _parse_stage(errs, parse_errs, validate_errs), errs, t_start)
         result.plan = parsed.plan.to_dict()
         try:
             assembler = self.assembler
         except KBQAError as e:
-            return _finish(result, e.info.stage if e.info.stage in _STAGE_EXIT else "store", e.errors, t_start)
-        out = assembler.assemble(parsed.plan, execute=execute)
-        if self.grounding_note and out.steps and out.steps[0].stage == "ground":
+            stage = e.info.stage if e.info.stage in (*PIPELINE_ORDER, Stage.STORE) else Stage.STORE
+            return _finish(result, stage, e.errors, t_start)
+        try:
+            out = assembler.assemble(parsed.plan, execute=execute)
+        except KBQAError:
+            raise
+        except Exception as exc:  # the assembler reports problems as errors; an exception is our bug
+            return _finish(result, Stage.INTERNAL, [internal_error(exc, "assembling the query")], t_start)
+        if self.grounding_note and out.steps and out.steps[0].stage == Stage.GROUND:
             out.steps[0].detail += f" (limited: {self.grounding_note})"
         result.steps.extend(out.steps)
         for name in ("status", "failed_stage", "sparql", "answers", "grounding", "attempts", "diagnosis", "errors",
@@ -239,77 +239,28 @@ class Engine:
         """Compile and run `text` on the store: the answers with their labels (compile with execute=True)."""
         return self.compile(text, frontend=frontend, execute=True)
 
-    def _frontend(self, frontend: str) -> Callable[[str], Any] | None:
-        """The parser of a front-end; QCompiler and PyRAG get the engine's translator for their leaves."""
-        if frontend not in ("qcompiler", "pyrag"):
-            return FRONTENDS.get(frontend)
-        from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator
 
-        tr, rounds = self.translator, self.repair_rounds
-        leaf = leaf_translator(tr) if tr is not None else None
-        repair = leaf_repairer(tr) if tr is not None else None
-        if frontend == "qcompiler":
-            from kbqa.frontends.qcompiler import parse_qcompiler
-
-            return lambda text: parse_qcompiler(text, leaf, repair=repair, repair_rounds=rounds)
-        from kbqa.frontends.pyrag import parse_pyrag
-
-        return lambda text: parse_pyrag(text, leaf, profile=self.profile, repair=repair, repair_rounds=rounds)
-
-    def ask(self, question: str, translator: Any = None, frontend: str = "desq", qid: str | None = None, *,
-            execute: bool = True) -> Result:
-        """Question → front-end text (the translator: the case bank by default, see `kbqa.translators.settings`)
-        → `compile` (run on the store, or with `execute=False` stopped after the generate check), with a
-        `translate` step (timings, tokens) first and model repairs recorded. Never raises for a failed
-        translation: the Result's first step is `translate`, failed with the reason."""
-        from kbqa.repair import compile_with_repair
-
-        tr = translator or self.translator
-        if tr is None and self.store_dir is None:
-            raise KBQAError("asking needs a store (its case bank translates questions) or a translator: "
-                            "Engine(store=DIR) or Engine(translator=…)", stage="translate")
-        if tr is None:
-            from kbqa.translators.model import make_translator
-            from kbqa.translators.settings import get_model_settings
-
-            tr = make_translator(get_model_settings(), self.store_dir, store=self.assembler.store)
-        t0 = time.perf_counter()
-        try:
-            translation = tr.translate(question, frontend, qid=qid)
-        except KBQAError as e:
-            result = Result(frontend=frontend, question=question, status="error", failed_stage="translate")
-            errors = [err if err.stage == "translate" else _as_translate(err) for err in e.errors]
-            result.steps.append(Step("translate", False, time.perf_counter() - t0, tr.name, errors))
-            result.errors = errors
-            result.seconds = time.perf_counter() - t0
-            return result
-        if self.translator is None:
-            self.translator = tr  # QCompiler leaves and PyRAG sub-questions use it too
-        result = compile_with_repair(self, question, translation, tr, frontend, rounds=self.repair_rounds, qid=qid,
-                                     execute=execute)
-        result.question = question
-        result.steps.insert(0, Step("translate", True, translation.seconds, translation_detail(translation)))
-        result.seconds = time.perf_counter() - t0  # translation included
-        result.translation = translation.to_dict()
-        return result
+def _parse_stage(errs: list[ErrorInfo], parse_errs: list[ErrorInfo], validate_errs: list[ErrorInfo]) -> Stage:
+    """The failed stage of a text that gave no Plan: internal when any error is our bug (so that it is never
+    repaired as the model's mistake), else translate / assemble as reported, else parse or validate."""
+    if any(e.stage == Stage.INTERNAL for e in errs):
+        return Stage.INTERNAL
+    if errs[0].stage in (Stage.TRANSLATE, Stage.ASSEMBLE):
+        return Stage(errs[0].stage)
+    return Stage.PARSE if parse_errs or not validate_errs else Stage.VALIDATE
 
 
-def translation_detail(tr: TranslationResult) -> str:
-    """One line for the step report: who translated, tokens, and what the translator based it on."""
-    who = tr.backend + (f" ({tr.model})" if tr.model else "")
-    parts = [who, f"{tr.tokens_in} tokens in, {tr.tokens_out} out"]
-    if tr.details.get("case"):
-        parts.append(f"case {tr.details['case']} (similarity {tr.details.get('similarity', 0):.2f}): "
-                     f"{tr.details.get('case_question', '')!r}")
-    fills = tr.details.get("fills") or {}
-    for slot, f in fills.items():
-        parts.append(f"[{slot}] <- {f.get('mention')!r} = {f.get('uri')}" + ("" if f.get("kb") in (None, True)
-                                                                               else " (not confirmed by the KB)"))
-    return "; ".join(parts)
+def _translate_failed(question: str, frontend: str, who: str, stage: Stage, errors: list[ErrorInfo],
+                      t0: float) -> Result:
+    result = Result(frontend=frontend, question=question, status="error", failed_stage=stage, errors=errors)
+    result.steps.append(Step(Stage.TRANSLATE, False, time.perf_counter() - t0, who, errors))
+    result.seconds = time.perf_counter() - t0
+    return result
 
 
 def _as_translate(err: ErrorInfo) -> ErrorInfo:
-    return ErrorInfo("translate", err.message, err.file, err.line, err.column, err.qid, err.ac)
+    return ErrorInfo(Stage.TRANSLATE, err.message, err.file, err.line, err.column, err.qid, err.ac)
+
 
 def _finish(result: Result, stage: str, errors: list[ErrorInfo], t_start: float) -> Result:
     result.status, result.failed_stage = "error", stage

@@ -3,8 +3,9 @@
 Shared by the three front-ends. `repair_loop` is generic: it is given the first output, a `check`
 (text → value, failed stage, errors) and a `retranslate` (previous text, errors → corrected text), and
 records every round; `compile_with_repair` wires it to an Engine and a Translator. Only stages the model
-can fix are sent back (parse, validate, assemble — lowering problems are reported under these); a
-translate or store failure, an empty answer or a grounding failure is not a malformed output.
+can fix are sent back (`kb_dumps.errors.REPAIRABLE`: parse, validate, assemble — lowering problems are
+reported under these); a translate or store failure, an empty answer or a grounding failure is not a
+malformed output, and an `internal` error is our bug, never sent to the model as its mistake.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assembler.report import Step
-from kb_dumps.errors import ErrorInfo, KBQAError
+from kb_dumps.errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
 
 DEFAULT_ROUNDS = 2
-# Failed stages whose errors describe the model's output itself, so that a corrected output can fix them.
-REPAIRABLE = ("parse", "validate", "assemble")
 
 # text -> (value, failed stage or None when it went through, errors)
 Check = Callable[[str], tuple[Any, str | None, list[ErrorInfo]]]
@@ -93,7 +92,7 @@ def _text_of(out: Any) -> tuple[str, int, int, float]:
 
 
 def repair_loop(first: Any, check: Check, retranslate: Retranslate | None, *, rounds: int = DEFAULT_ROUNDS,
-                repairable: tuple[str, ...] = REPAIRABLE) -> RepairOutcome:
+                repairable: frozenset[Stage] = REPAIRABLE) -> RepairOutcome:
     """Check `first` (text or a TranslationResult); while it fails at a repairable stage and rounds are
     left, ask `retranslate` for a corrected output and check that. Never raises for a failing repair call:
     a TranslateError ends the loop with the last value."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -12,13 +11,6 @@ import pytest
 FIX = Path(__file__).parent / "fixtures" / "eval_runner"
 SQ = FIX / "sq_valid_20.txt"
 PREDS = FIX / "sq_predictions.jsonl"
-
-
-def _has(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def test_predictions_run_resume_and_refused_mix(run_cli, wikidata_mini_store: Path, tmp_path: Path) -> None:
@@ -124,7 +116,6 @@ def test_backend_cases_runs_the_whole_system(run_cli, wikidata_mini_store: Path,
         assert steps and steps[0]["stage"] in ("translate", "repair"), row["id"]
 
 
-@pytest.mark.skipif(not _has("kbqa.pipeline"), reason="kbqa.pipeline (the Engine) is not in this checkout")
 def test_desq_predictions_are_compiled_through_the_engine(run_cli, wikidata_mini_store: Path, tmp_path: Path) -> None:
     code, stdout, stderr = run_cli("eval", SQ, "--predictions", FIX / "desq_predictions.jsonl", "--store",
                                    wikidata_mini_store, "--out", tmp_path / "o", "--limit", 3)
@@ -139,8 +130,6 @@ def test_desq_predictions_are_compiled_through_the_engine(run_cli, wikidata_mini
     assert "2 fully correct" in stdout
 
 
-@pytest.mark.skipif(not (_has("kbqa.pipeline") and _has("kbqa.frontends.decompose")),
-                    reason="the Engine or decompose is not in this checkout")
 def test_oracle_compiles_decompose_of_the_gold_without_uris(run_cli, wikidata_mini_store: Path,
                                                             tmp_path: Path) -> None:
     code, stdout, stderr = run_cli("eval", SQ, "--oracle", "--store", wikidata_mini_store, "--out", tmp_path / "o",

@@ -75,7 +75,7 @@ def test_markdown_report_and_summary_json(real_run: Path) -> None:
     md = (real_run / "report.md").read_text(encoding="utf-8")
     assert "| dataset | system | questions | usable | correct % |" in md
     assert "| sq_valid_20 | fixture | 20 | 20 | 40.0 | 40.0 | 53.3 | 40.0 | 53.3 | 0 (0) | 35.0 |" in md
-    assert "| fixture | 2 | 2 | 1 | 1 | 0 | 0 | 2 | 4 |" in md  # failures per stage, in pipeline order
+    assert "| fixture | 2 | 2 | 1 | 1 | 0 | 0 | 2 | 0 | 4 |" in md  # failures per stage, in pipeline order
     assert "## Grounding accuracy by kind" in md and "0.0 (0/1)" in md
     assert "| sq_valid_20-19 | translate | no predicted query |" in md
     data = json.loads((real_run / "summary.json").read_text(encoding="utf-8"))

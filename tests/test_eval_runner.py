@@ -72,7 +72,7 @@ def test_small_real_run_gives_the_hand_computed_figures(records, predictions, st
     assert summary.query["exact_match"] == pytest.approx(7 / 20)  # record 4 adds DISTINCT
     assert summary.query["parse_errors"] == 1
     assert summary.stages == {"translate": 2, "parse": 2, "validate": 1, "ground": 1, "assemble": 0, "execute": 0,
-                              "empty": 2, "wrong-answer": 4}
+                              "empty": 2, "internal": 0, "wrong-answer": 4}
     assert summary.grounding["by_kind"]["entity"] == {"correct": 0, "total": 1, "accuracy": 0.0}
     assert summary.grounding["by_kind"]["property"]["accuracy"] == 1.0
     assert summary.f1_histogram["qald"][0] == 12 and summary.f1_histogram["qald"][-1] == 8

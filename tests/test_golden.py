@@ -3,9 +3,9 @@
 Recorded once (``KBQA_UPDATE_GOLDEN=1 pytest tests/test_golden.py``) and compared on every run: the 30 DeSQ
 fixtures (`kbqa compile`, `Engine.ask` with and without execution through a replay of the same texts, and
 `kbqa ask --backend replay` for a few), the 30 multi-hop QCompiler / PyRAG fixtures compiled with their leaves
-translated by a replay of `leaves.json`, and the Atlantis example on the indexed tiny store. The stores are the
-bundled samples without a grounding index, so grounding is the label-memory check of guessed URIs — cheap and
-deterministic. Timings and temporary paths are left out of the comparison.
+translated by a replay of `leaves.json`; `kbqa compile` is compared with the recorded `Engine.compile` Results.
+The stores are the bundled samples without a grounding index, so grounding is the label-memory check of guessed
+URIs — cheap, deterministic, and independent of the embedding model. Timings and temporary paths are left out.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"desq": desq, "leaves": leaves}
 
 
-def collect(stores: dict, replays: dict[str, Path], tiny_store: Path, run_cli: Any) -> dict[str, Any]:
+def collect(stores: dict, replays: dict[str, Path], run_cli: Any) -> dict[str, Any]:
     """Every golden Result, keyed by entry point and fixture."""
     out: dict[str, Any] = {}
     engines = {name: Engine(path, translator=ReplayTranslator(replays["desq"])) for name, path in stores.items()}
@@ -93,16 +93,23 @@ def collect(stores: dict, replays: dict[str, Path], tiny_store: Path, run_cli: A
         code, stdout, _ = run_cli("ask", spec["question"], "--store", stores[spec["store"]], "--backend", "replay",
                                   "--replay", replays["desq"], "--id", name, "--format", "json")
         out[f"cli-ask/{name}"] = {"exit": code, "result": json.loads(stdout)}
-    code, stdout, _ = run_cli("compile", FIXTURES / "desq_real" / "capital_atlantis.desq", "--store", tiny_store,
-                              "--format", "json")
-    out["cli-compile/tiny/capital_atlantis.desq"] = {"exit": code, "result": json.loads(stdout)}
     return out
 
 
-def test_results_equal_the_golden_file(stores: dict, replays: dict[str, Path], tiny_store: Path, run_cli: Any,
-                                       tmp_path: Path) -> None:
-    tmp_roots = {str(p.parent) for p in (*stores.values(), *replays.values(), tiny_store)}
-    got = collect(stores, replays, tiny_store, run_cli)
+def test_cli_compile_prints_the_recorded_engine_result(stores: dict, run_cli: Any) -> None:
+    """`kbqa compile --format json` prints what `Engine.compile` gave for the same text when it was recorded."""
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    for spec in [s for s in DESQ if s["file"] in CLI_ASK]:
+        code, stdout, _ = run_cli("compile", FIXTURES / "desq_real" / spec["file"], "--store", stores[spec["store"]],
+                                  "--format", "json")
+        got = normalise(json.loads(stdout), str(stores[spec["store"]].parent))
+        assert normalise(got, "") == want[f"compile/{spec['file']}"], spec["file"]
+        assert code == want[f"compile/{spec['file']}"]["exit_code"]
+
+
+def test_results_equal_the_golden_file(stores: dict, replays: dict[str, Path], run_cli: Any) -> None:
+    tmp_roots = {str(p.parent) for p in (*stores.values(), *replays.values())}
+    got = collect(stores, replays, run_cli)
     for root in sorted(tmp_roots, key=len, reverse=True):
         got = normalise(got, root)
     got = normalise(got, "")

@@ -57,8 +57,8 @@ class ClosingEngine(Engine):
 
 
 def serve(seconds: float = 0.0, **settings) -> LiveServer:  # noqa: ANN003
-    app = create_app(ServerSettings(**settings), engine_factory=lambda: ClosingEngine(None),
-                     translator_factory=lambda engine: SleepyTranslator(seconds))
+    app = create_app(ServerSettings(**settings),
+                     engine_factory=lambda: ClosingEngine(None, translator=SleepyTranslator(seconds)))
     return LiveServer(app)
 
 
@@ -117,8 +117,7 @@ def test_an_unexpected_crash_is_json_without_a_traceback() -> None:
         def compile(self, *args, **kw):  # noqa: ANN002, ANN003, ANN201
             raise RuntimeError("secret internal detail")
 
-    app = create_app(ServerSettings(), engine_factory=lambda: Broken(None),
-                     translator_factory=lambda engine: SleepyTranslator(0))
+    app = create_app(ServerSettings(), engine_factory=lambda: Broken(None, translator=SleepyTranslator(0)))
     with LiveServer(app) as live:
         res = httpx.post(live.url + "/v1/compile", json={"source": GUESSED})
         assert res.status_code == 500 and res.json()["error"]["stage"] == "server"

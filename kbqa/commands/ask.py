@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbqa.commands.common import (
+    add_backend_flag,
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
-    print_json,
     store_target,
     subparser,
 )
+from kbqa.frontends import FRONTENDS
+
+if TYPE_CHECKING:
+    from kb_dumps.profiles import KBProfile
+    from kbqa.result import Result
 
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
@@ -27,9 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("question", help="the question, in words")
     add_store_flag(p)
     add_endpoint_flags(p)
-    p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
-                   help="translator (default: setting KBQA_BACKEND, else cases: no model, the store's case bank)")
-    p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq", help="the language the translator writes")
+    add_backend_flag(p, "translator (default: setting KBQA_BACKEND, else cases)")
+    p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq", help="the language the translator writes")
     p.add_argument("--model", default=None,
                    help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
                         "or the server's model name (openai)")
@@ -55,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
         return run_remote(args)
     from kbqa.config import get_settings
     from kbqa.pipeline import Engine
-    from kbqa.translators.model import make_translator
     from kbqa.translators.settings import get_model_settings
 
     settings = get_settings()
@@ -64,36 +67,16 @@ def run(args: argparse.Namespace) -> int:
     store, sparql_endpoint = store_target(args)
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
     with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
-                endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect) as engine:
-        # the translator's KB checks share the engine's query worker instead of starting a second one
-        shared = getattr(engine.assembler, "store", None) or getattr(engine, "_store", None)
-        translator = make_translator(msettings, store, store=shared)
-        try:
-            result = engine.ask(args.question, translator, args.frontend, qid=args.id)
-        finally:
-            translator.close()
+                endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect, settings=msettings) as engine:
+        result = engine.ask(args.question, frontend=args.frontend, qid=args.id)
         return _report(result, args, engine.profile)
 
 
-def _report(result, args: argparse.Namespace, profile) -> int:  # noqa: ANN001 - a pipeline.Result, a KBProfile
-    """Print a Result (JSON, or text with the answers' ids compacted by `profile`); the exit code."""
-    from types import SimpleNamespace
+def _report(result: Result, args: argparse.Namespace, profile: KBProfile) -> int:
+    from kbqa.commands.report import print_result
 
-    from kbqa.commands.compile import _print_text
-
-    if args.format == "json":
-        print_json(result.to_dict())
-    else:
-        if getattr(args, "verbose", 0) and result.text:
-            print(result.text)
-        if args.explain:
-            from kbqa.commands.compile import print_explain
-
-            print_explain(result)
-        _print_text(result, SimpleNamespace(profile=profile))
-    for err in result.errors:
-        print(f"error: {err}", file=sys.stderr)
-    return result.exit_code
+    return print_result(result, fmt=args.format, profile=profile, explain=args.explain,
+                        verbose=bool(getattr(args, "verbose", 0)))
 
 
 def run_remote(args: argparse.Namespace) -> int:
@@ -102,7 +85,7 @@ def run_remote(args: argparse.Namespace) -> int:
     server has them loaded, so this answers in a fraction of a second."""
     from kb_dumps.errors import KBQAError
     from kb_dumps.profiles import get_profile
-    from kbqa.pipeline import Result
+    from kbqa.result import Result
     from kbqa.server.client import ServerClient
 
     local_only = [flag for flag, value in (("--store", args.store), ("--backend", args.backend),

@@ -76,3 +76,12 @@ def print_json(obj: Any) -> None:
 def subparser(sub: Any, name: str, help_: str, example: str) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
                           formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_backend_flag(p: argparse.ArgumentParser, help_: str) -> None:
+    """`--backend NAME`: a translator or a model backend, from their registries (listed in --help)."""
+    from kbqa.translators import translator_names, translator_table
+
+    table = "; ".join(f"{name}: {what}" for name, what in translator_table())
+    p.add_argument("--backend", choices=translator_names(), default=None, metavar="NAME",
+                   help=f"{help_}. {table}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import re
 import sys
@@ -13,6 +12,8 @@ from typing import Any
 
 from kb_dumps.errors import EXIT_USAGE, KBQAError
 from kbqa.commands.common import add_endpoint_flags, add_format_flag, print_json, resolve_store, subparser
+from kbqa.frontends import FRONTENDS
+from kbqa.translators import translator_names
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
@@ -40,11 +41,11 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
     add_endpoint_flags(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--predictions", type=Path, metavar="FILE.jsonl", help="predictions of any system, JSONL")
-    mode.add_argument("--backend", metavar="NAME",
+    mode.add_argument("--backend", metavar="NAME", choices=translator_names(),
                       help="run the engine on the questions with this translator: cases (default when neither "
-                           "--predictions nor --oracle is given), llama-cpp, openai, hf, replay; the scored questions "
-                           "are always left out of the case bank")
-    p.add_argument("--frontend", choices=["desq", "qcompiler", "pyrag"], default="desq",
+                           f"--predictions nor --oracle is given), {', '.join(translator_names()[1:])}; the scored "
+                           "questions are always left out of the case bank")
+    p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq",
                    help="with --backend: the language the translator writes (default desq)")
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
@@ -96,20 +97,6 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _not_available(what: str) -> KBQAError:
-    e = KBQAError(f"{what} is not available yet in this version of kbqa; use --predictions FILE.jsonl",
-                  stage="usage")
-    e.exit_code = EXIT_USAGE
-    return e
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def prediction_from_engine(result: Any, text: str, gold: dict[str, str] | None = None) -> dict[str, Any]:
     """An Engine `Result` -> prediction fields: SPARQL, stage errors, steps, and the grounding per
     placeholder (chosen IRI, candidate ids, and the gold IRI when known — the oracle knows it)."""
@@ -133,13 +120,6 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     needs_engine = [d for d in preds.values() if not d.get("sparql") and d.get("desq")]
     engine = None
     if needs_engine:
-        if not _has_module("kbqa.pipeline"):
-            first = needs_engine[0]
-            e = KBQAError(f"{len(needs_engine)} prediction(s) give only a DeSQ output (first: id {first['id']!r}); "
-                          "compiling DeSQ needs kbqa.pipeline.Engine, which is not available yet in this version — "
-                          "give \"sparql\" in the file", stage="usage", file=str(path), line=first["_line"])
-            e.exit_code = EXIT_USAGE
-            raise e
         from kbqa.pipeline import Engine  # lazily: eval never imports kbqa; only this CLI wires it
 
         engine = Engine(store=resolve_store(store_dir), **(engine_kw or {}))
@@ -206,26 +186,15 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
     from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
     from kbqa.pipeline import Engine
-    from kbqa.translators.model import make_translator
     from kbqa.translators.settings import get_model_settings
 
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, **(engine_kw or {}))
-    engines.append(engine)
-    translator = make_translator(get_model_settings(backend=backend), store_dir, store=engine.assembler.store)
-    closers.append(translator)
-    for attr, values in (("exclude_ids", {r.id for r in records}),
-                         ("exclude_questions", {q for r in records for q in r.questions.values()})):
-        if hasattr(translator, attr):  # the cases translator (and few-shot banks) leave these out
-            current = getattr(translator, attr)
-            if attr == "exclude_questions":
-                from kbqa.translators.casebank import question_key
-
-                values = {question_key(q) for q in values}
-            setattr(translator, attr, set(current) | values)
-    engine.translator = translator
+    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, settings=get_model_settings(backend=backend),
+                    **(engine_kw or {}))
+    engines.append(engine)  # closing the engine closes the translator it made
+    engine.translator.exclude({r.id for r in records}, {q for r in records for q in r.questions.values()})
 
     def predict(record: Any) -> Prediction:
-        result = engine.ask(record.question, translator, frontend, qid=record.id)
+        result = engine.ask(record.question, frontend=frontend, qid=record.id)
         return Prediction.from_dict(prediction_from_engine(result, result.text))
 
     return predict
@@ -264,8 +233,6 @@ def run(args: argparse.Namespace) -> int:
         e = KBQAError("give a BENCHMARK (a name from `kbqa eval --list` or a file path), or --list", stage="usage")
         e.exit_code = EXIT_USAGE
         raise e
-    if args.oracle and not (_has_module("kbqa.frontends.decompose") and _has_module("kbqa.pipeline")):
-        raise _not_available("--oracle (decompose oracle: kbqa.frontends.decompose + kbqa.pipeline.Engine)")
     return _run(args)
 
 

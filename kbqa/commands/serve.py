@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbqa.commands.common import add_endpoint_flags, add_store_flag, subparser
+from kbqa.commands.common import add_backend_flag, add_endpoint_flags, add_store_flag, subparser
 
 EXAMPLE = """kbqa serve --store .kbqa/stores/wikidata-mini --port 8000
   then: open http://127.0.0.1:8000/  or
@@ -21,8 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_endpoint_flags(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--backend", choices=["cases", "replay", "openai", "llama-cpp", "hf"], default=None,
-                   help="translator of /v1/ask (default: setting KBQA_BACKEND, else cases)")
+    add_backend_flag(p, "translator of /v1/ask (default: setting KBQA_BACKEND, else cases)")
     p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
     p.add_argument("--model-url", default=None, metavar="URL",
                    help="OpenAI-compatible model server URL (…/v1) of --backend openai")

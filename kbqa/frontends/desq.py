@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from assembler.plan import KINDS, Group, Node, Placeholder, Query, walk
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_check import validate
 from kbqa.frontends.desq_fragments import KNOWN_PREFIXES, Fragment, FragmentError, parse_fragment
+
+if TYPE_CHECKING:
+    from kbqa.pipeline import Engine
 
 FORMAT = "desq/1"
 MAX_ERRORS = 50
@@ -117,9 +122,8 @@ def parse_desq(text: str) -> ParseResult:
             validate(plan, constraints, grounding, errs.add)
         result_errors = errs.finish()
         return ParseResult(None if result_errors else plan, result_errors, constraints, grounding, fmt)
-    except Exception as exc:  # the parser's contract is "never raises": report it as a problem instead
-        errs.add("parse", f"internal parser error ({type(exc).__name__}: {str(exc)[:200]}); please report it")
-        return ParseResult(None, errs.finish())
+    except Exception as exc:  # "never raises": a bug of ours is reported as stage internal, never as the input's
+        return ParseResult(None, [internal_error(exc, "parsing the DeSQ text")])
 
 
 # ---- text form ------------------------------------------------------------------------------
@@ -396,3 +400,8 @@ def to_desq_text(source: Query | ParseResult) -> str:
     from kbqa.frontends.desq_writer import to_desq_text as write  # lazy: desq_writer imports this module
 
     return write(source)
+
+
+def frontend(engine: Engine) -> Callable[[str], ParseResult]:
+    """The DeSQ parser, as the `desq` entry of `kbqa.frontends.FRONTENDS` (it needs nothing of the engine)."""
+    return parse_desq

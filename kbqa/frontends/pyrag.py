@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_dumps.errors import ErrorInfo
+
+if TYPE_CHECKING:
+    from kbqa.pipeline import Engine
 
 MAX_LENGTH = 20_000  # characters; longer programs are refused before parsing
 MAX_STATEMENTS = 200
@@ -285,3 +289,13 @@ def parse_pyrag(text: str, translate_leaf: Any = None, *, profile: Any = "wikida
     from kbqa.frontends.pyrag_lower import lower_program
 
     return lower_program(text, translate_leaf, profile=profile, repair=repair, repair_rounds=repair_rounds)
+
+
+def frontend(engine: Engine) -> Callable[[str], Any]:
+    """The `pyrag` entry of `kbqa.frontends.FRONTENDS`: `ask_kb` sub-questions go to the engine's translator."""
+    from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator
+
+    tr, rounds = engine.leaf_translator(), engine.repair_rounds
+    leaf = leaf_translator(tr) if tr is not None else None
+    repair = leaf_repairer(tr) if tr is not None else None
+    return lambda text: parse_pyrag(text, leaf, profile=engine.profile, repair=repair, repair_rounds=rounds)

@@ -31,7 +31,7 @@ from assembler.plan import (
     Triple,
     Var,
 )
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.errors import ErrorInfo, internal_error
 from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kbqa.frontends.desq_fragments import KNOWN_PREFIXES
 from kbqa.frontends.pyrag import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
@@ -400,6 +400,5 @@ def lower_program(text: str, translate_leaf: Any = None, *, profile: Any = "wiki
         except _LowerError as e:
             result.errors.append(e.info)
         return result
-    except Exception as exc:  # the contract is "never raises"
-        return PyragResult(None, [ErrorInfo("assemble", f"internal error lowering the program ({type(exc).__name__}: "
-                                            f"{str(exc)[:200]}); please report it")])
+    except Exception as exc:  # "never raises": a bug of ours is reported as stage internal, never as the input's
+        return PyragResult(None, [internal_error(exc, "lowering the program")])

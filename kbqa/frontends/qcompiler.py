@@ -24,10 +24,10 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.plan import Bind, Group, Literal, Query, Union, Var, walk
-from kb_dumps.errors import ErrorInfo, KBQAError
+from kb_dumps.errors import ErrorInfo, KBQAError, internal_error
 from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,
@@ -49,6 +49,9 @@ from kbqa.frontends.qcompiler_plan import (
     tag_ac,
 )
 from kbqa.repair import DEFAULT_ROUNDS, Retranslate, repair_loop
+
+if TYPE_CHECKING:
+    from kbqa.pipeline import Engine
 
 LeafTranslate = Callable[[str], Any]  # leaf question -> DeSQ text, or a TranslationResult
 LeafRepair = Callable[[str], Retranslate | None]  # leaf question -> its repair call (None: cannot repair)
@@ -234,9 +237,8 @@ def translate_question(leaf: AtomicQuery, translate: LeafTranslate, repair: Leaf
                       for m in e.errors]
         out.calls = 1
         return out
-    except Exception as e:  # a translator bug must not take the whole expression down
-        out.errors = [ErrorInfo("translate", f"leaf {leaf.id} {leaf.text!r}: the translator failed "
-                                f"({type(e).__name__}: {str(e)[:200]})", ac=leaf.id)]
+    except Exception as e:  # a translator bug is ours (stage internal) and must not take the whole expression down
+        out.errors = [internal_error(e, f"translating leaf {leaf.id} {leaf.text!r}", ac=leaf.id)]
         out.calls = 1
         return out
     outcome = repair_loop(first, lambda desq: _check_leaf(leaf, desq),
@@ -371,7 +373,14 @@ def parse_qcompiler(text: str, translate_leaf: LeafTranslate | None = None, *, r
         result.plan = lowered.query
     except _LowerError as e:
         result.errors.append(e.info)
-    except Exception as exc:  # the contract is "never raises"
-        result.errors.append(ErrorInfo("assemble", f"internal error lowering the expression ({type(exc).__name__}: "
-                                       f"{str(exc)[:200]}); please report it"))
+    except Exception as exc:  # "never raises": a bug of ours is reported as stage internal, never as the input's
+        result.errors.append(internal_error(exc, "lowering the expression"))
     return result
+
+
+def frontend(engine: Engine) -> Callable[[str], QCompilerResult]:
+    """The `qcompiler` entry of `kbqa.frontends.FRONTENDS`: leaves are translated by the engine's translator."""
+    tr, rounds = engine.leaf_translator(), engine.repair_rounds
+    leaf = leaf_translator(tr) if tr is not None else None
+    repair = leaf_repairer(tr) if tr is not None else None
+    return lambda text: parse_qcompiler(text, leaf, repair=repair, repair_rounds=rounds)

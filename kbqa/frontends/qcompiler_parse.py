@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.errors import ErrorInfo, internal_error
 
 OPERATORS = {"+": "+", "*": "*", "×": "*"}
 MAX_LENGTH = 20_000  # characters; a longer "expression" is refused before tokenizing
@@ -273,9 +273,8 @@ def parse_expression(text: str) -> ExprParse:
             leaf.id = f"L{k}"
         errors = validate(ast)
         return ExprParse(None if errors else ast, errors)
-    except Exception as exc:  # the contract is "never raises": report it as a problem instead
-        return ExprParse(None, [ErrorInfo("parse", f"internal error reading the expression "
-                                          f"({type(exc).__name__}: {str(exc)[:200]}); please report it")])
+    except Exception as exc:  # "never raises": a bug of ours is reported as stage internal, never as the input's
+        return ExprParse(None, [internal_error(exc, "reading the expression")])
 
 
 def _strip_fences(text: str) -> str:

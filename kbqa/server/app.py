@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
@@ -26,7 +26,9 @@ from kbqa.server.errors import ServerError, install_error_handlers, result_respo
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
 from kbqa.server.settings import ServerSettings
 from kbqa.server.sparql import router as sparql_router
-from kbqa.translators.base import TranslateError, Translator
+
+if TYPE_CHECKING:
+    from kbqa.pipeline import Engine
 
 log = logging.getLogger("kbqa.server")
 STATIC = Path(__file__).parent / "static"
@@ -41,27 +43,17 @@ class AppState:
     profile: Any = None
 
 
-def default_engine_factory(settings: ServerSettings) -> Callable[[], Any]:
+def default_engine_factory(settings: ServerSettings) -> Callable[[], Engine]:
+    """The Engine `kbqa ask` would make from the same flags; it builds its own translator from them."""
     from kbqa.pipeline import Engine
-
-    return lambda: Engine(settings.store, timeout_s=settings.query_timeout_s, row_cap=settings.row_cap,
-                          repair_rounds=settings.repair_rounds, endpoint=settings.sparql_endpoint,
-                          endpoint_dialect=settings.endpoint_dialect)
-
-
-def default_translator_factory(settings: ServerSettings) -> Callable[[Any], Translator]:
-    """The translator `kbqa ask` would make from the same flags, sharing the engine's query worker."""
-    from kbqa.translators.model import make_translator
     from kbqa.translators.settings import get_model_settings
 
-    def make(engine: Any) -> Translator:
+    def make() -> Engine:
         msettings = get_model_settings(backend=settings.backend, model=settings.model, endpoint=settings.model_url,
                                        replay_path=settings.replay_path, timeout_s=settings.model_timeout_s)
-        if engine.store_dir is None and msettings.backend == "cases":
-            raise TranslateError("the cases translator needs a store (its case bank): start the server with "
-                                 "--store DIR, or choose --backend")
-        return make_translator(msettings, engine.store_dir, store=engine.assembler.store if engine.store_dir
-                               else None)
+        return Engine(settings.store, timeout_s=settings.query_timeout_s, row_cap=settings.row_cap,
+                      repair_rounds=settings.repair_rounds, endpoint=settings.sparql_endpoint,
+                      endpoint_dialect=settings.endpoint_dialect, settings=msettings)
 
     return make
 
@@ -75,18 +67,17 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
                 "description": why[c]} for c in codes}
 
 
-def create_app(settings: ServerSettings | None = None, *, engine_factory: Callable[[], Any] | None = None,
-               translator_factory: Callable[[Any], Translator] | None = None) -> FastAPI:
-    """The app over `settings.store`. `engine_factory` / `translator_factory` replace how each engine and its
-    translator are made (tests inject small ones); by default they are what `kbqa ask` makes."""
+def create_app(settings: ServerSettings | None = None, *, engine_factory: Callable[[], Engine] | None = None
+               ) -> FastAPI:
+    """The app over `settings.store`. `engine_factory` replaces how each engine (and so its translator) is made
+    (tests inject small ones); by default it is what `kbqa ask` makes."""
     settings = settings or ServerSettings()
     state = AppState(settings, Gate(settings.max_inflight))
     make_engine = engine_factory or default_engine_factory(settings)
-    make_translator = translator_factory or default_translator_factory(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.engines = EnginePool(settings.engines, make_engine, make_translator, settings.model_timeout_s)
+        state.engines = EnginePool(settings.engines, make_engine, settings.model_timeout_s)
         await state.engines.start()
         engine = state.engines.workers[0].engine
         if getattr(engine, "store_dir", None) is not None or settings.sparql_endpoint:
@@ -188,6 +179,7 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         body = {"status": "draining" if state.gate.draining else "ok",
                 "store": str(settings.store) if settings.store else None,
                 "profile": state.profile.name if state.profile is not None else None,
+                "translator": engines.workers[0].translator.name if engines and engines.workers[0].translator else None,
                 "engines": len(engines.workers) if engines else 0, "engines_busy": engines.busy if engines else 0,
                 "sparql_workers": len(state.store_pool.stores) if state.store_pool else 0,
                 "inflight": state.gate.inflight, "max_inflight": state.gate.max_inflight}

@@ -7,8 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb_dumps.errors import EXIT_BACKEND, KBQAError
-
-FRONTENDS = ("desq", "qcompiler", "pyrag")
+from kbqa.frontends import FRONTENDS
 
 
 class TranslateError(KBQAError):
@@ -49,16 +48,21 @@ class Translator(ABC):
     """Question -> front-end text (DeSQ, QCompiler, PyRAG). Errors are TranslateError (stage translate)."""
 
     name: str = "translator"
-    frontends: tuple[str, ...] = ("desq",)
+    # The front-ends it writes; None: every registered one (`kbqa.frontends.FRONTENDS`), e.g. replay.
+    frontends: tuple[str, ...] | None = ("desq",)
 
     @abstractmethod
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
         """The front-end text for `question`; `qid` identifies a benchmark question (replay uses it)."""
 
     def check_frontend(self, frontend: str) -> None:
-        if frontend not in self.frontends:
+        writes = self.frontends if self.frontends is not None else FRONTENDS.names()
+        if frontend not in writes:
             raise TranslateError(f"the {self.name} translator cannot write {frontend!r}; it writes "
-                                 f"{', '.join(self.frontends)}")
+                                 f"{', '.join(writes)}")
+
+    def exclude(self, ids: set[str], questions: set[str]) -> None:  # noqa: B027 - optional hook
+        """Never use these benchmark questions (by id and by text) as cases or examples: `kbqa eval` scores them."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the translator holds."""

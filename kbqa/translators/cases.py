@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.plan import Placeholder, walk
 from grounding.context import TripleChecker
@@ -25,6 +25,11 @@ from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, question_key, slot_pattern
+
+if TYPE_CHECKING:
+    from kb_dumps.store import Store
+    from kbqa.translators.settings import ModelSettings
+
 from kbqa.translators.mentions import (
     EntityCandidate,
     Mention,
@@ -69,9 +74,10 @@ class CasesTranslator(Translator):
     name = "cases"
     frontends = ("desq",)
 
-    def __init__(self, store_dir: str | Path, *, bank: CaseBank | None = None, store: Any = None, k: int = 20,
-                 kb_check: bool = True, exclude_ids: set[str] | None = None,
-                 exclude_questions: set[str] | None = None, exclude_datasets: set[str] | None = None):
+    def __init__(self, store_dir: str | Path, *, bank: CaseBank | None = None, store: Store | None = None,
+                 memory: LabelMemory | None = None, k: int = 20, kb_check: bool = True,
+                 exclude_ids: set[str] | None = None, exclude_questions: set[str] | None = None,
+                 exclude_datasets: set[str] | None = None):
         self.store_dir = Path(store_dir)
         layout = StoreLayout.of(self.store_dir)
         self.bank = bank if bank is not None else CaseBank.load(bank_dir(self.store_dir))
@@ -79,7 +85,9 @@ class CasesTranslator(Translator):
             raise TranslateError(f"the case bank of {self.store_dir} is empty; build it with `kbqa cases build "
                                  f"--store {self.store_dir}`")
         self.profile = get_profile(layout.profile_name)
-        self.memory = LabelMemory(layout.labels, readonly=True)
+        # the engine's label memory when it hands one over (one open per process), else our own
+        self._own_memory = memory is None
+        self.memory = memory if memory is not None else LabelMemory(layout.labels, readonly=True)
         self.detector = MentionDetector(open_lexicon(self.store_dir), self.memory, self.bank.prior)
         self.checker = TripleChecker(self.store_dir, store) if kb_check else None
         self.k = k
@@ -89,8 +97,13 @@ class CasesTranslator(Translator):
         # load and warm the model now (the first forward pass is slow): a translation's time is its own
         self.bank.encode(["warm up"])
 
+    def exclude(self, ids: set[str], questions: set[str]) -> None:
+        self.exclude_ids |= ids
+        self.exclude_questions |= {question_key(q) for q in questions}
+
     def close(self) -> None:
-        self.memory.close()
+        if self._own_memory:
+            self.memory.close()
         if self.checker is not None:
             self.checker.close()
 
@@ -266,3 +279,12 @@ def _content_words(question: str) -> str:
 
     words = [question[s:e] for s, e, n in tokenize(question) if n not in STOPWORDS]
     return " ".join(words) or question
+
+
+def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+         memory: LabelMemory | None = None) -> CasesTranslator:
+    """The `cases` entry of `kbqa.translators.TRANSLATORS`."""
+    if store_dir is None:
+        raise TranslateError("the cases translator needs a store (its case bank): give --store DIR, or choose "
+                             "another --backend")
+    return CasesTranslator(store_dir, store=store, memory=memory, k=settings.cases_k, kb_check=settings.cases_kb_check)

@@ -13,7 +13,6 @@ QCompiler and PyRAG grammars come from `grammars_qcompiler_pyrag` when that modu
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import cache
 
@@ -200,32 +199,10 @@ def desq_grammar(bounds: DesqBounds = DesqBounds()) -> str:  # noqa: B008 - froz
     return text.strip() + "\n" + "\n".join(rules) + "\n"
 
 
-def _extension_grammars() -> dict[str, str]:
-    """QCompiler / PyRAG grammars from their own module, when it has landed (names it may export)."""
-    try:
-        module = importlib.import_module("kbqa.translators.grammars_qcompiler_pyrag")
-    except ModuleNotFoundError as e:
-        if e.name != "kbqa.translators.grammars_qcompiler_pyrag":
-            raise
-        return {}
-    found: dict[str, str] = {}
-    table = getattr(module, "GRAMMARS", None)
-    if isinstance(table, dict):
-        found.update({k: v for k, v in table.items() if isinstance(v, str)})
-    for frontend, attr in (("qcompiler", "QCOMPILER_GRAMMAR"), ("pyrag", "PYRAG_GRAMMAR")):
-        value = getattr(module, attr, None)
-        if isinstance(value, str):
-            found.setdefault(frontend, value)
-    fn = getattr(module, "grammar_for", None)
-    if callable(fn):
-        for frontend in ("qcompiler", "pyrag"):
-            if frontend not in found and isinstance(value := fn(frontend), str):
-                found[frontend] = value
-    return found
-
-
 def grammar_for(frontend: str) -> str | None:
     """The GBNF grammar of a front-end, or None when there is none (the model is then unconstrained)."""
     if frontend == "desq":
         return desq_grammar()
-    return _extension_grammars().get(frontend)
+    from kbqa.translators.grammars_qcompiler_pyrag import GRAMMARS
+
+    return GRAMMARS.get(frontend)

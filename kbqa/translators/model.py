@@ -1,31 +1,20 @@
 """A translator over any model `Backend`: a prompt with the k most similar cases, an optional grammar, a repair turn.
 
-Backends plug in here (`make_backend`: openai, llama-cpp, hf).
-Grammars come from `kbqa.translators.grammars.grammar_for(frontend)` when that module exists; without it
-the model is unconstrained and the parser reports what is malformed.
+Backends come from `kbqa.backends.BACKENDS` (openai, llama-cpp, hf); grammars from
+`kbqa.translators.grammars.grammar_for(frontend)`.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 from kbqa.backends.base import Backend
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import CaseBank
+from kbqa.translators.grammars import grammar_for
 from kbqa.translators.prompts import FORMATS, build_prompt
 from kbqa.translators.settings import ModelSettings
-
-
-def grammar_for(frontend: str) -> str | None:
-    """The GBNF grammar of a front-end, when the grammars module provides one (an extension point)."""
-    try:
-        module = importlib.import_module("kbqa.translators.grammars")
-    except ModuleNotFoundError:
-        return None
-    fn = getattr(module, "grammar_for", None)
-    return fn(frontend) if callable(fn) else None
 
 
 class ModelTranslator(Translator):
@@ -45,6 +34,12 @@ class ModelTranslator(Translator):
         # Questions being scored never serve as their own few-shot example (kbqa eval sets these).
         self.exclude_ids: set[str] = set()
         self.exclude_questions: set[str] = set()
+
+    def exclude(self, ids: set[str], questions: set[str]) -> None:
+        from kbqa.translators.casebank import question_key
+
+        self.exclude_ids |= ids
+        self.exclude_questions |= {question_key(q) for q in questions}
 
     def examples(self, question: str, frontend: str) -> list[tuple[str, str]]:
         if self.bank is None or not len(self.bank) or self.few_shot_k <= 0:
@@ -76,40 +71,14 @@ class ModelTranslator(Translator):
         self.backend.close()
 
 
-def make_backend(settings: ModelSettings) -> Backend:
-    """The model backend named by the settings: openai, llama-cpp, hf (loaded lazily on first generate)."""
-    if settings.backend == "openai":
-        from kbqa.backends.openai import OpenAIBackend
-
-        return OpenAIBackend.from_settings(settings)
-    if settings.backend == "llama-cpp":
-        from kbqa.backends.llama_cpp import LlamaCppBackend
-
-        return LlamaCppBackend.from_settings(settings)
-    if settings.backend == "hf":
-        from kbqa.backends.hf import HFBackend
-
-        return HFBackend.from_settings(settings)
-    raise TranslateError(f"the {settings.backend!r} backend is not available in this build (available: cases, "
-                         "replay, openai, llama-cpp, hf)", stage="usage")
-
-
-def make_translator(settings: ModelSettings, store_dir: str | Path, *, store: Any = None) -> Translator:
-    """The translator the settings ask for, over a store: cases (default), replay, or a model backend."""
+def make_model_translator(settings: ModelSettings, store_dir: str | Path | None) -> Translator:
+    """A model translator over the backend `settings.backend` names (`kbqa.backends.BACKENDS`), with the few-shot
+    examples of the store's case bank when it has one."""
+    from kbqa.backends import BACKENDS
     from kbqa.translators.casebank import bank_dir
 
-    if settings.backend == "cases":
-        from kbqa.translators.cases import CasesTranslator
-
-        return CasesTranslator(store_dir, store=store, k=settings.cases_k, kb_check=settings.cases_kb_check)
-    if settings.backend == "replay":
-        from kbqa.translators.replay import ReplayTranslator
-
-        if settings.replay_path is None:
-            raise TranslateError("the replay backend needs a file: --replay FILE (or KBQA_REPLAY_PATH)", stage="usage")
-        return ReplayTranslator(settings.replay_path)
-    backend = make_backend(settings)
-    folder = bank_dir(store_dir)
-    bank = CaseBank.load(folder) if CaseBank.exists(folder) else None  # few-shot examples when a bank exists
+    backend = BACKENDS.get(settings.backend).make(settings)
+    folder = bank_dir(store_dir) if store_dir is not None else None
+    bank = CaseBank.load(folder) if folder is not None and CaseBank.exists(folder) else None
     return ModelTranslator(backend, bank=bank, few_shot_k=settings.few_shot_k, max_tokens=settings.max_tokens,
                            temperature=settings.temperature)

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grounding.text import normalize
-from kbqa.translators.base import FRONTENDS, TranslateError, TranslationResult, Translator
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
+
+if TYPE_CHECKING:
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.store import Store
+    from kbqa.translators.settings import ModelSettings
 
 
 class ReplayTranslator(Translator):
     name = "replay"
-    frontends = FRONTENDS
+    frontends = None  # whatever the recorded outputs are written in
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -67,3 +73,11 @@ def write_replay_line(f, qid: str, question: str, result: TranslationResult) -> 
                         "model": result.model, "backend": result.backend, "tokens_in": result.tokens_in,
                         "tokens_out": result.tokens_out, "seconds": round(result.seconds, 4)},
                        ensure_ascii=False) + "\n")
+
+
+def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+         memory: LabelMemory | None = None) -> ReplayTranslator:
+    """The `replay` entry of `kbqa.translators.TRANSLATORS` (it needs no store)."""
+    if settings.replay_path is None:
+        raise TranslateError("the replay backend needs a file: --replay FILE (or KBQA_REPLAY_PATH)", stage="usage")
+    return ReplayTranslator(settings.replay_path)

@@ -7,11 +7,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-BACKENDS = ("cases", "replay", "openai", "llama-cpp", "hf")
 # The settings file: KBQA_CONFIG names it; otherwise ./kbqa.toml when present. Only its [models] table is read.
 CONFIG_ENV = "KBQA_CONFIG"
 DEFAULT_CONFIG = "kbqa.toml"
@@ -41,7 +40,8 @@ class ModelSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="KBQA_", env_file=".env", extra="ignore")
 
-    # Which translator answers `kbqa ask`: cases (no model, the default), replay, openai, llama-cpp, hf.
+    # Which translator answers `kbqa ask`: a name of `kbqa.translators.translator_names()` — cases (no model, the
+    # default), replay, or a model backend (openai, llama-cpp, hf).
     backend: str = "cases"
     # Model name (openai: the server's model id) or path (llama-cpp: a GGUF file; hf: a checkpoint folder).
     model: str = ""
@@ -69,6 +69,20 @@ class ModelSettings(BaseSettings):
     few_shot_k: int = 4
     # Whether the cases translator checks candidate (entity, property) pairs against the store.
     cases_kb_check: bool = True
+    # explore: seconds of query-graph search per question, and the most candidates built (best found so far wins).
+    explore_budget_s: float = 2.0
+    explore_cap: int = 400
+    # explore: ranker weights (JSON, `kbqa train --ranker` writes them); empty = the shipped weights.
+    explore_weights: Path | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from kbqa.translators import translator_names
+
+        if value not in translator_names():
+            raise ValueError(f"unknown backend {value!r}; choose one of {', '.join(translator_names())}")
+        return value
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -86,4 +100,12 @@ class ModelSettings(BaseSettings):
 
 def get_model_settings(**overrides: Any) -> ModelSettings:
     """Settings with explicit overrides (None values are ignored, so CLI flags can be passed straight in)."""
-    return ModelSettings(**{k: v for k, v in overrides.items() if v is not None})
+    from pydantic import ValidationError
+
+    from kb_dumps.errors import KBQAError
+
+    try:
+        return ModelSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as e:  # a bad KBQA_* value or flag: one usage line, not a pydantic dump
+        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise KBQAError(f"translator settings: {problems}", stage="usage") from None
