@@ -8,9 +8,12 @@ or an empty join can point back to what the model wrote.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+import copy as _copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, TypeVar
+
+N = TypeVar("N", bound="Node")
 
 FORMS = ("select", "ask", "count")
 KINDS = ("entity", "property", "class")
@@ -46,6 +49,23 @@ class Node:
             out[f.name] = _encode(value)
         return out
 
+    # ---- tree operations (as sqlglot's expressions have them) ---------------------------------------
+    def copy(self: N) -> N:
+        """A deep copy: the tree is plain data, so nothing is shared with the original."""
+        return _copy.deepcopy(self)
+
+    def find_all(self, *types: type[N]) -> Iterator[N]:
+        """Every node under this one (itself included) that is one of `types`, depth-first in field order."""
+        for node in walk(self):
+            if isinstance(node, types):
+                yield node  # type: ignore[misc]
+
+    def transform(self, fn: Callable[[Node], Node]) -> Node:
+        """A new tree: children are transformed first (bottom-up), then `fn` is given each rebuilt node and
+        returns it, or what replaces it. The original tree is left as it was."""
+        changes = {f.name: _transform(getattr(self, f.name), fn) for f in fields(self)}
+        return fn(replace(self, **changes))
+
     @staticmethod
     def from_dict(data: dict) -> Node:
         """Rebuild any node from its `to_dict()` form. Raises ValueError on an unknown tag or field."""
@@ -53,6 +73,14 @@ class Node:
         if not isinstance(node, Node):
             raise ValueError("not a Plan node: expected a dict with a 'node' tag")
         return node
+
+
+def _transform(value: Any, fn: Callable[[Node], Node]) -> Any:
+    if isinstance(value, Node):
+        return value.transform(fn)
+    if isinstance(value, list):
+        return [_transform(v, fn) for v in value]
+    return _copy.deepcopy(value)  # rows of Values, datatypes: plain data, copied so the new tree owns them
 
 
 def _encode(value: Any) -> Any:
@@ -347,3 +375,37 @@ def pattern_vars(group: Group) -> set[str]:
             stack.extend(cur.groups)
         # Filter and Minus bind nothing.
     return out
+
+
+# ---- rewrites built on `transform`: each returns a new tree ------------------------------------------
+
+
+def rename(node: N, name: Callable[[str], str], *, placeholders: bool = False) -> N:
+    """Variables (and with `placeholders`, placeholder names) renamed by `name`."""
+
+    def one(n: Node) -> Node:
+        if isinstance(n, Var) or (placeholders and isinstance(n, Placeholder)):
+            n.name = name(n.name)
+        return n
+
+    return node.transform(one)  # type: ignore[return-value]
+
+
+def tag_ac(node: N, ac: Callable[[str | None], str | None]) -> N:
+    """Every node's `ac` replaced by `ac(old)`: point a tree back at the leaf / line / AC it came from."""
+
+    def one(n: Node) -> Node:
+        n.ac = ac(n.ac)
+        return n
+
+    return node.transform(one)  # type: ignore[return-value]
+
+
+def substitute(node: N, swap: Callable[[Node], Node | None]) -> N:
+    """Nodes for which `swap` returns a node replaced by (a copy of) it; the others kept."""
+
+    def one(n: Node) -> Node:
+        new = swap(n)
+        return n if new is None else new.copy()
+
+    return node.transform(one)  # type: ignore[return-value]

@@ -39,6 +39,9 @@ from assembler.plan import (
     Var,
     pattern_vars,
     placeholders,
+    rename,
+    substitute,
+    tag_ac,
     walk,
 )
 from kbqa.frontends.desq import parse_desq
@@ -164,3 +167,47 @@ def test_generated_plans_write_as_sparql_or_report_why(q: Query) -> None:
         parseQuery(result.sparql)  # syntax is always valid: nothing from the Plan reaches the text raw
     else:
         assert all(e.stage == "assemble" and e.message for e in result.errors)
+
+
+# ---- tree operations -----------------------------------------------------------------------------------
+
+
+def _tree() -> Query:
+    x, y = Var("x", ac="AC2"), Var("y", ac="AC2")
+    return Query(form="select", projection=[Var("x")], where=Group([
+        Triple(x, Placeholder("capital", "property", ac="AC2"), y, ac="AC2"),
+        Filter(BinaryOp("<", Var("y"), Literal("10000", XSD + "integer")), ac="AC3")]))
+
+
+def test_copy_shares_nothing_and_round_trips_equal() -> None:
+    q = _tree()
+    c = q.copy()
+    assert c == q and c is not q and c.where.items[0] is not q.where.items[0]
+    c.where.items[0].s.name = "z"
+    assert q.where.items[0].s.name == "x"
+
+
+def test_find_all_by_type_in_field_order() -> None:
+    q = _tree()
+    assert [v.name for v in q.find_all(Var)] == ["x", "x", "y", "y"]
+    assert [n.name for n in q.find_all(Placeholder, Var)][:3] == ["x", "x", "capital"]
+
+
+def test_transform_is_bottom_up_and_leaves_the_original() -> None:
+    q = _tree()
+    before = q.to_dict()
+    seen: list[str] = []
+
+    def visit(n: Node) -> Node:
+        seen.append(n.tag)
+        return n
+
+    q.transform(visit)
+    assert seen[-1] == "query" and seen.index("var") < seen.index("triple") < seen.index("group")
+    renamed = rename(q, lambda n: "l1_" + n, placeholders=True)
+    assert {v.name for v in renamed.find_all(Var, Placeholder)} == {"l1_x", "l1_y", "l1_capital"}
+    tagged = tag_ac(q, lambda ac: f"L1.{ac}" if ac else "L1")
+    assert tagged.where.items[1].ac == "L1.AC3" and tagged.ac == "L1"
+    swapped = substitute(q, lambda n: IRI("http://www.wikidata.org/entity/Q1") if isinstance(n, Var) and n.name == "y" else None)
+    assert swapped.where.items[0].o == IRI("http://www.wikidata.org/entity/Q1") and not [v for v in swapped.find_all(Var) if v.name == "y"]
+    assert q.to_dict() == before  # every rewrite returned a new tree

@@ -10,7 +10,7 @@ becomes a sub-SELECT when the chain goes on (and the query itself when it is the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from assembler.plan import (
@@ -30,13 +30,14 @@ from assembler.plan import (
     SubQuery,
     Triple,
     Var,
+    substitute,
 )
 from kb_dumps.errors import ErrorInfo, internal_error
 from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kbqa.frontends.desq_fragments import KNOWN_PREFIXES
 from kbqa.frontends.pyrag import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
-from kbqa.frontends.qcompiler_plan import Lowered, answer_of, copy_query, pattern_items, rename_apart, tag_ac
+from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$")
 
@@ -162,18 +163,6 @@ def _dedupe(items: list[Node]) -> list[Node]:
             seen.add(id(it))
             out.append(it)
     return out
-
-
-def _substitute(node: Any, name: str, term: Node) -> Any:
-    """Replace every Var(name) under `node` by a copy of `term` (in place; returns the new root)."""
-    if isinstance(node, Var) and node.name == name:
-        return Node.from_dict(term.to_dict())
-    if isinstance(node, Node):
-        for f in fields(node):
-            setattr(node, f.name, _substitute(getattr(node, f.name), name, term))
-    elif isinstance(node, list):
-        return [_substitute(x, name, term) for x in node]
-    return node
 
 
 class _Lowerer:
@@ -329,17 +318,16 @@ class _Lowerer:
             self.errors.extend(ErrorInfo(e.stage, f"line {line}: {e.message}", line=line, ac=e.ac) for e in t.errors)
             raise _LowerError(line, f"the sub-question {text!r} could not be lowered", stage=t.errors[0].stage
                               if t.errors else "validate")
-        q = copy_query(t.query)
         prefix = f"k{line}_"
-        rename_apart(q, prefix)
-        tag_ac(q, f"line{line}")
+        q = tag_ac(rename_apart(t.query, prefix), f"line{line}")
         items: list[Node] = []
         exports: set[str] = set()
         for ref in dict.fromkeys(r.name for r in refs):
             val = self.env[ref]
             if val.kind not in ("node", "number") or val.term is None:
                 raise _LowerError(line, f"{{{ref}}} is a {val.kind} value; a sub-question can only name things")
-            q = _substitute(q, prefix + ref, val.term)
+            q = substitute(q, lambda n, name=prefix + ref, term=val.term: term  # type: ignore[misc]
+                           if isinstance(n, Var) and n.name == name else None)
             items += val.items
             if isinstance(val.term, Var):
                 exports.add(val.term.name)

@@ -42,7 +42,6 @@ from kbqa.frontends.qcompiler_plan import (
     Lowered,
     answer_of,
     as_subquery,
-    copy_query,
     pattern_items,
     rename_apart,
     rename_var,
@@ -302,10 +301,8 @@ class _Lowerer:
     def leaf(self, leaf: AtomicQuery, join: str | None) -> Lowered:
         base = self.translated[leaf.text].query
         assert base is not None  # leaves with errors stop before lowering
-        q = copy_query(base)
         prefix = leaf.id.lower() + "_"
-        rename_apart(q, prefix)
-        tag_ac(q, leaf.id)
+        q = tag_ac(rename_apart(base, prefix), leaf.id)
         exports: set[str] = set()
         names = leaf.placeholders
         if names and join is not None:
@@ -319,7 +316,7 @@ class _Lowerer:
             raise _LowerError(ErrorInfo("validate", f"{_part_id(node.left)} is a yes/no question (ASK): it has no "
                                         "answer for the right side of '*' to use", ac=_part_id(node.left)))
         right = self.lower(node.right, left.answer)
-        q = copy_query(right.query)
+        q = right.query.copy()
         q.where = Group(pattern_items(left) + list(q.where.items), ac=q.where.ac)
         return Lowered(q, right.answer, left.exports | (right.exports - {left.answer}))
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assembler.plan import Aggregate, Node, Placeholder, Projection, Query, SubQuery, Var, walk
+from assembler import plan
+from assembler.plan import Aggregate, N, Node, Projection, Query, SubQuery, Var, rename, walk
 
 
 @dataclass
@@ -17,16 +18,10 @@ class Lowered:
     exports: set[str] = field(default_factory=set)
 
 
-def copy_query(q: Query) -> Query:
-    return Query.from_json_dict(q.to_dict())
-
-
-def rename_apart(q: Query, prefix: str) -> None:
-    """Prefix every variable and placeholder name in place, so that parts from different leaves never
+def rename_apart(q: Query, prefix: str) -> Query:
+    """A copy with every variable and placeholder name prefixed, so that parts from different leaves never
     share a name by accident (the writer renumbers variables ?var1… anyway)."""
-    for node in walk(q):
-        if isinstance(node, Var | Placeholder):
-            node.name = prefix + node.name
+    return rename(q, lambda name: prefix + name, placeholders=True)
 
 
 def rename_var(node: Node, old: str, new: str) -> int:
@@ -39,10 +34,9 @@ def rename_var(node: Node, old: str, new: str) -> int:
     return n
 
 
-def tag_ac(node: Node, prefix: str) -> None:
-    """Point every node back at its leaf / line: `L2.AC3` (or `L2` for nodes without an AC)."""
-    for sub in walk(node):
-        sub.ac = f"{prefix}.{sub.ac}" if sub.ac else prefix
+def tag_ac(node: N, prefix: str) -> N:
+    """A copy with every node pointing back at its leaf / line: `L2.AC3` (or `L2` for nodes without an AC)."""
+    return plan.tag_ac(node, lambda ac: f"{prefix}.{ac}" if ac else prefix)
 
 
 def item_name(item: Node) -> str | None:
@@ -74,7 +68,7 @@ def is_plain(q: Query) -> bool:
 def as_subquery(low: Lowered) -> SubQuery:
     """`{ SELECT ?answer ?exports… WHERE { … } … }`: the part's query projecting its answer and the outer
     variables it joins on (grouped by them when it aggregates, so a count is per joined value)."""
-    q = copy_query(low.query)
+    q = low.query.copy()
     keep = [p for p in q.projection if item_name(p) == low.answer] if low.answer else []
     exports = sorted(low.exports - {low.answer})
     q.projection = keep + [Var(name) for name in exports]
