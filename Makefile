@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.installed-core
 
-.PHONY: test-adversarial demo test install install-core lint samples bench clean browser llama
+.PHONY: test-adversarial test-fast demo test install install-core lint samples bench clean browser llama
 
 $(CORE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,14 @@ llama: $(STAMP)
 test: $(STAMP) browser llama
 	$(BIN)/ruff check .
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
+
+# The inner loop: no browser, no llama.cpp build, no model weights (the suite less those tests). `make test`
+# stays the full suite that .ci/run calls.
+FAST_SKIP = tests/test_server_browser.py tests/test_models_llama.py tests/test_grammars_qcompiler_pyrag_llama.py \
+	tests/test_models_hf.py tests/test_train.py tests/test_models_fetch.py tests/adversarial
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q $(addprefix --ignore=,$(FAST_SKIP))
 
 # Maintainers only: rebuild the committed sample dumps and benchmark copies from ../shared/data.
 samples: $(STAMP)
