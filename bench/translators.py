@@ -30,6 +30,7 @@ from eval.loaders import load_benchmark  # noqa: E402
 from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
 from eval.query_metrics import score_query  # noqa: E402
 from eval.records import Record  # noqa: E402
+from grounding.build import read_meta  # noqa: E402
 from kb_dumps.errors import KBQAError  # noqa: E402
 from kb_dumps.layout import StoreLayout  # noqa: E402
 from kb_dumps.profiles import get_profile  # noqa: E402
@@ -120,7 +121,9 @@ def bench_sq(args: argparse.Namespace, work: Path) -> tuple[dict, list[dict]]:
     if not CaseBank.exists(folder) or args.rebuild:
         sets = [s for s in DEFAULT_SETS["wikidata"] if s != "simplequestions-valid"]
         t0 = time.perf_counter()
-        stats = build_case_bank(store_dir, sets, exclude_sets=["simplequestions-valid"],
+        # the bank's embedder is the store index's (as `kbqa cases build` does), unless --embedder says
+        model = args.embedder or (read_meta(store_dir) or {}).get("embedder")
+        stats = build_case_bank(store_dir, sets, exclude_sets=["simplequestions-valid"], model=model,
                                 exclude_questions=[r.question for r in records], folder=folder,
                                 limit_per_set=args.train_limit, progress=True)
         print(f"bank: {stats.cases} cases in {time.perf_counter() - t0:.0f} s (skipped {stats.skipped})",
@@ -178,6 +181,7 @@ def main() -> int:
     p.add_argument("--bestiary-store", type=Path, default=ROOT / ".kbqa" / "stores" / "bestiary")
     p.add_argument("--work", type=Path, default=None, help="folder for the benchmark banks (default: a temp dir)")
     p.add_argument("--rebuild", action="store_true", help="rebuild banks found in --work")
+    p.add_argument("--embedder", default=None, help="case-bank embedder (default: the store index's)")
     p.add_argument("--no-answers", action="store_true", help="skip answer F1 (no assembly / execution)")
     p.add_argument("--no-kb-check", action="store_true", help="ablation: no (entity, property) store check")
     p.add_argument("--threads", type=int, default=1,

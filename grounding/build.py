@@ -14,7 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder, row_texts
+from grounding.embedder import (
+    DEFAULT_MODEL,
+    Embedder,
+    canonical_name,
+    embedder_fingerprint,
+    get_embedder,
+    row_texts,
+)
 from grounding.lexical_index import LexicalIndex
 from grounding.vector_index import KINDS, VectorIndex
 from grounding.vector_shards import SHARDS_DIR, ShardedVectorIndex, load_vectors
@@ -23,7 +30,8 @@ from kb_dumps.ingest import store_lock
 from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.layout import StoreLayout
 
-INDEX_FORMAT = 1
+# 2: the embedder's name and fingerprint in meta.json (an index is only searched with its own embedder)
+INDEX_FORMAT = 2
 log = logging.getLogger(__name__)
 
 
@@ -75,7 +83,8 @@ class IndexStats:
 def _progress(total: int, show: bool | None, desc: str):  # noqa: ANN202 - a tqdm bar or a no-op
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="row", disable=not (sys.stderr.isatty() if show is None else show))
+    return tqdm(total=total, desc=desc, unit=" rows", unit_scale=True,
+                disable=not (sys.stderr.isatty() if show is None else show))
 
 
 def _chunks(rows: Iterator[LabelRow], size: int) -> Iterator[list[LabelRow]]:
@@ -90,7 +99,7 @@ def _chunks(rows: Iterator[LabelRow], size: int) -> Iterator[list[LabelRow]]:
 
 
 def embed_rows(vi: VectorIndex | ShardedVectorIndex, rows: list[LabelRow], embedder: Embedder,
-               batch_size: int = 64) -> int:
+               batch_size: int | None = None) -> int:
     """Embed `label: description` and each `alias: description` of some rows into the vector index."""
     texts: list[str] = []
     rowids: list[int] = []
@@ -104,7 +113,9 @@ def embed_rows(vi: VectorIndex | ShardedVectorIndex, rows: list[LabelRow], embed
             kinds.append(r.kind if r.kind in KINDS else "entity")
     if not texts:
         return 0
-    vecs = embedder.encode(texts, batch_size=batch_size, progress=False)
+    # None: the embedder's own batch size (64 texts for MiniLM, thousands for the static model)
+    vecs = embedder.encode(texts, progress=False) if batch_size is None else \
+        embedder.encode(texts, batch_size=batch_size, progress=False)
     rid, al, kd = np.asarray(rowids, dtype=np.int64), np.asarray(alias, dtype=bool), np.asarray(kinds)
     for kind in KINDS:
         m = kd == kind
@@ -129,7 +140,8 @@ def _swap_in(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: bool = False, batch_size: int = 64,
+def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: bool = False,
+                batch_size: int | None = None,
                 chunk_rows: int = 4096, progress: bool | None = None,
                 on_chunk: Callable[[int], None] | None = None, shard_rows: int | None = None) -> IndexStats:
     """Build `<store>/index/`, or bring it up to date: rows whose generation is newer than the index's
@@ -140,11 +152,11 @@ def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: boo
     open_memory(store_dir).close()  # a clear error for a missing store before any lock file is made
     # the writer lock: `ingest --append` copies the index into its new version and must not see half of it
     with store_lock(StoreLayout.of(store_dir).root):
-        return _build(store_dir, model or DEFAULT_MODEL, rebuild, batch_size, chunk_rows, progress, on_chunk,
+        return _build(store_dir, canonical_name(model or DEFAULT_MODEL), rebuild, batch_size, chunk_rows, progress, on_chunk,
                       shard_rows)
 
 
-def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, chunk_rows: int,
+def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | None, chunk_rows: int,
            progress: bool | None, on_chunk: Callable[[int], None] | None, shard_rows: int | None) -> IndexStats:
     t0 = time.perf_counter()
     folder = index_dir(store_dir)
@@ -154,10 +166,13 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, ch
         mem_gen = memory.generation
         sharded_now = int((meta or {}).get("shard_rows") or 0)
         shards = sharded_now if shard_rows is None else shard_rows
-        fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or meta.get("model") != model
+        fingerprint = embedder_fingerprint(model)
+        same_embedder = meta is not None and (meta.get("embedder"), meta.get("fingerprint")) == (model, fingerprint)
+        fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or not same_embedder
                  or not VectorIndex.exists(folder) or shards != sharded_now)
-        if meta is not None and not rebuild and meta.get("model") != model:
-            log.warning("the index was built with %s; rebuilding it with %s", meta.get("model"), model)
+        if meta is not None and not rebuild and not same_embedder:
+            log.warning("the index was built with %s (%s); rebuilding it with %s (%s)", meta.get("embedder", meta.get(
+                "model")), meta.get("fingerprint", "no fingerprint"), model, fingerprint)
         since = -1 if fresh else int(meta["generation"])  # type: ignore[index]
         total = memory.count_since(since)
         if not fresh and total == 0 and mem_gen == since:
@@ -189,7 +204,8 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int, ch
         vi.save(folder)
         _remove_other_layout(folder, sharded=bool(shards))
         vectors = sum(s.live for s in vi.state.values())
-        new_meta = {"format": INDEX_FORMAT, "model": model, "dim": vi.dim, "generation": mem_gen,
+        new_meta = {"format": INDEX_FORMAT, "model": model, "embedder": model, "fingerprint": fingerprint,
+                    "dim": vi.dim, "generation": mem_gen,
                     "rows": len(memory), "names": len(lex), "vectors": vectors, "shard_rows": shards,
                     "built_at": time.time()}
         tmp_meta = folder / "meta.json.tmp"

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from grounding.build import build_index, index_dir, open_memory, read_meta
+from grounding.build import INDEX_FORMAT, build_index, index_dir, open_memory, read_meta
 from grounding.candidates import Candidate, Correction, GroundingResult
 from grounding.context import check_context, confirmed_ids
-from grounding.embedder import Embedder, get_embedder, query_text
+from grounding.embedder import Embedder, canonical_name, get_embedder, query_text
 from grounding.lexical_index import LexicalIndex
 from grounding.text import best_similarity, normalize
 from grounding.vector_shards import load_vectors
@@ -45,6 +45,25 @@ def _weights(has_label: bool, has_description: bool) -> tuple[float, float]:
     return (0.45, 0.55) if has_description else (0.7, 0.3)
 
 
+def check_index_embedder(store_dir: Path, meta: dict, model: str | None, embedder: Embedder | None) -> None:
+    """Refuse an index that this process cannot query: vectors of another embedder (or another version of
+    it) are not comparable, and searching them would give plausible but wrong candidates silently."""
+    store = str(store_dir)
+    if meta.get("format") != INDEX_FORMAT or not meta.get("embedder"):
+        raise KBQAError(f"the grounding index of {store} has an older format ({meta.get('format')}); rebuild it: "
+                        f"`kbqa index --store {store} --rebuild`", stage="ground")
+    built = str(meta["embedder"])
+    wanted = canonical_name(model) if model else (embedder.name if embedder is not None else built)
+    if wanted != built:
+        raise KBQAError(f"the grounding index of {store} was built with the embedder {built}, not {wanted}; "
+                        f"run `kbqa index --store {store} --rebuild --embedder {wanted}` (or use --embedder "
+                        f"{built})", stage="ground")
+    if embedder is not None and embedder.fingerprint != meta.get("fingerprint"):
+        raise KBQAError(f"the grounding index of {store} was built with another version of {built} "
+                        f"({meta.get('fingerprint')}, this one is {embedder.fingerprint}); run "
+                        f"`kbqa index --store {store} --rebuild`", stage="ground")
+
+
 class Grounder:
     """Grounding over one store's label memory and index (`<store>/index/`, built by `kbqa index`)."""
 
@@ -60,10 +79,8 @@ class Grounder:
             build_index(self.store_dir, model=model)
             meta = read_meta(self.store_dir) or {}
         self.meta = meta
-        self.model = str(meta["model"])  # queries must be embedded by the model that built the index
-        if model and model != self.model:
-            log.warning("the index of %s was built with %s, not %s; using %s (rebuild with `kbqa index --rebuild`)",
-                        self.store_dir, self.model, model, self.model)
+        check_index_embedder(self.store_dir, meta, model, embedder)
+        self.model = str(meta["embedder"])  # queries must be embedded by the embedder that built the index
         self.threshold = threshold
         self.memory = open_memory(self.store_dir)
         if self.memory.generation > int(meta.get("generation", 0)):
@@ -91,7 +108,9 @@ class Grounder:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder(self.model)
+            emb = get_embedder(self.model)
+            check_index_embedder(self.store_dir, self.meta, None, emb)
+            self._embedder = emb
         return self._embedder
 
     @property

@@ -20,8 +20,10 @@ class Settings(BaseSettings):
     # Query time budget (seconds) and row cap for every query the engine runs.
     query_timeout_s: float = 10.0
     row_cap: int = 10_000
-    # Sentence-transformers model (name or path) for the vector index and the case bank.
-    embedding_model: str = "all-MiniLM-L6-v2"
+    # Embedder of the vector index and the case bank (`kbqa index --embedder`): `minilm-static` (default; a
+    # static model distilled from all-MiniLM-L6-v2, no torch), `minilm` (all-MiniLM-L6-v2 itself, train
+    # extra), or any sentence-transformers name or folder. Queries use the embedder the index was built with.
+    embedding_model: str = "minilm-static"
     # Calibrated grounding score below which a placeholder gets "no grounding" instead of a guess.
     grounding_threshold: float = 0.45
 

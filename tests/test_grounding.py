@@ -56,7 +56,7 @@ def add_rows(root: Path, rows: list[dict]) -> int:
 
 @pytest.fixture(scope="module")
 def embedder():
-    return get_embedder("all-MiniLM-L6-v2")
+    return get_embedder()  # the default (static) embedder, the one build_index uses
 
 
 @pytest.fixture(scope="module")

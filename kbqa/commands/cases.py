@@ -40,6 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="file of question texts to leave out, one per line")
     b.add_argument("--limit", type=int, default=None, help="at most N questions per set")
     b.add_argument("--languages", default="en", help="question languages to keep (default: en; e.g. en,ru)")
+    b.add_argument("--embedder", default=None, metavar="NAME",
+                   help="embedder of the case vectors (default: the one of the store's grounding index, else "
+                        "setting KBQA_EMBEDDING_MODEL; see `kbqa index --help`)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_format_flag(b)
     s = sub.add_parser("search", help="the nearest cases to a question")
@@ -60,10 +63,14 @@ def run(args: argparse.Namespace) -> int:
         raise KBQAError("give an action: build, search or info (see `kbqa cases --help`)", stage="usage")
     store = resolve_store(args.store)
     if args.cases_verb == "build":
+        from grounding.build import read_meta
+        from kbqa.config import get_settings
         from kbqa.translators.casebank_build import build_case_bank
 
         sets = [x.strip() for x in args.sets.split(",") if x.strip()] if args.sets else None
-        stats = build_case_bank(store, sets, exclude_sets=args.exclude_set, exclude_ids=_lines(args.exclude_ids),
+        # the same embedder as grounding: one model loaded per process, and no torch when that one has none
+        model = args.embedder or (read_meta(store) or {}).get("embedder") or get_settings().embedding_model
+        stats = build_case_bank(store, sets, model=model, exclude_sets=args.exclude_set, exclude_ids=_lines(args.exclude_ids),
                                 exclude_questions=_lines(args.exclude_questions), limit_per_set=args.limit,
                                 progress=False if args.no_progress else None,
                                 languages=tuple(x.strip() for x in args.languages.split(",") if x.strip()))

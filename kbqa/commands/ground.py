@@ -44,6 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    from grounding.build import read_meta
     from grounding.ground import DEFAULT_THRESHOLD, Grounder
     from kbqa.config import get_settings
 
@@ -58,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
         from kb_dumps.store import open_store
 
         kb = open_store(store, endpoint=args.sparql_endpoint, dialect=args.endpoint_dialect)
-    grounder = Grounder(store, threshold=threshold, model=settings.embedding_model, build_missing=True, store=kb)
+    # The index decides the embedder; an explicitly set KBQA_EMBEDDING_MODEL that differs is refused.
+    explicit = settings.embedding_model if "embedding_model" in settings.model_fields_set else None
+    if read_meta(store) is None:  # build_missing builds with the setting
+        explicit = settings.embedding_model
+    grounder = Grounder(store, threshold=threshold, model=explicit, build_missing=True, store=kb)
     context = {k: getattr(args, k) for k in ("subject", "object", "property", "role") if getattr(args, k)}
     try:
         if args.guess:

@@ -10,6 +10,7 @@ from kbqa.commands.common import add_format_flag, add_store_flag, print_json, re
 EXAMPLE = """examples:
   kbqa index                                   index the default store (incremental)
   kbqa index --store kb/ --rebuild             re-embed every row from scratch
+  kbqa index --store kb/ --embedder minilm     embed with MiniLM itself (slower to build and to start)
   kbqa index --store kb/ --format json         print what was done as JSON
   kbqa index --store kb/ --shard-rows 1000000  vectors in shards of 1M rows (large KBs; grounding/README.md)"""
 
@@ -23,9 +24,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_store_flag(p)
     p.add_argument("--rebuild", action="store_true", help="drop the index and embed every row again")
-    p.add_argument("--model", default=None, help="sentence-transformers model name or folder "
-                                                 "(default: setting KBQA_EMBEDDING_MODEL)")
-    p.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch (default 64)")
+    p.add_argument("--embedder", "--model", dest="model", default=None, metavar="NAME",
+                   help="minilm-static (the default: distilled from MiniLM, no torch), minilm (all-MiniLM-L6-v2, "
+                        "slower, needs the train extra) or a sentence-transformers name or folder (default: "
+                        "setting KBQA_EMBEDDING_MODEL); a different embedder rebuilds the index")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="texts per embedding batch (default: the embedder's; 64 for MiniLM)")
     p.add_argument("--shard-rows", type=int, default=None, metavar="N",
                    help="split the vectors into hnswlib shards of N label-memory rows, searched together, so that "
                         "building and (optionally) searching never hold the whole index; 0 = one index; default: "

@@ -135,7 +135,12 @@ class CaseBank:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder(self.model)  # the process-wide copy grounding uses too
+            emb = get_embedder(self.model)  # the process-wide copy grounding uses too
+            built = self.meta.get("fingerprint")
+            if built and built != emb.fingerprint:  # vectors of another model version are not comparable
+                raise TranslateError(f"the case bank in {self.folder} was built with another version of {emb.name} "
+                                     f"({built}, this one is {emb.fingerprint}); run `kbqa cases build`")
+            self._embedder = emb
         return self._embedder
 
     # ---- persistence ---------------------------------------------------------------------

@@ -217,7 +217,7 @@ def build_case_bank(store_dir: str | Path, sets: Iterable[str] | None = None, *,
             records.extend((name, r) for r in load_benchmark(name, check_syntax=False, limit=limit_per_set))
         stats.records = len(records)
         show = sys.stderr.isatty() if progress is None else progress
-        for name, rec in tqdm(records, desc="cases", unit="q", disable=not show):
+        for name, rec in tqdm(records, desc="cases", unit=" rows", unit_scale=True, disable=not show):
             if rec.id in skip_ids or f"{name}:{rec.id}" in skip_ids or (
                     skip_q and any(question_key(q) in skip_q for q in rec.questions.values())):
                 stats.excluded += 1
@@ -245,7 +245,8 @@ def build_case_bank(store_dir: str | Path, sets: Iterable[str] | None = None, *,
                 cases.append(case)
         embedder = get_embedder(model or DEFAULT_MODEL)
         vectors = embedder.encode([c.masked for c in cases], progress=show)
-        meta = {"format": BANK_FORMAT, "model": embedder.name, "dim": embedder.dim, "count": len(cases),
+        meta = {"format": BANK_FORMAT, "model": embedder.name, "fingerprint": embedder.fingerprint,
+                "dim": embedder.dim, "count": len(cases),
                 "sets": chosen, "excluded_sets": stats.excluded_sets, "excluded_records": stats.excluded,
                 "profile": profile.name, "neutral_word": NEUTRAL, "built_at": time.time()}
         bank = CaseBank(cases, None, meta, prior)
