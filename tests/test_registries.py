@@ -17,16 +17,7 @@ from kbqa.translators.base import TranslationResult, Translator
 from kbqa.translators.settings import get_model_settings
 
 # Guessed URIs: an engine without a store writes the query with them, unchecked.
-ATLANTIS = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country | wd:Q1
-[capital] property | capital | seat of government of a country | wdt:P36
-"""
+ATLANTIS = (Path(__file__).parent / "fixtures" / "desq" / "atlantis_guessed.desq").read_text(encoding="utf-8")
 
 
 class EchoTranslator(Translator):

@@ -22,16 +22,7 @@ from kbqa.translators.base import TranslationResult, Translator
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 # Guessed URIs only: these tests run an engine with no store, which writes the query and uses them unchecked.
-GUESSED = """ATOMIC CONSTRAINTS
-AC1: we need the capital of Atlantis
-AC2: Atlantis has a capital
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [atlantis] [capital] ?var1 .
-GROUNDING
-[atlantis] entity | Atlantis | legendary island country | wd:Q1
-[capital] property | capital | seat of government of a country | wdt:P36
-"""
+GUESSED = (Path(__file__).parent / "fixtures" / "desq" / "atlantis_guessed.desq").read_text(encoding="utf-8")
 
 
 class SleepyTranslator(Translator):
