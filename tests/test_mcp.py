@@ -4,6 +4,9 @@ client: every tool on the tiny indexed store against the CLI's output for the sa
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,8 +40,10 @@ def mcp(request: pytest.FixtureRequest, setup: dict) -> Iterator[McpClient]:
         with stdio_session(setup["args"], setup["env"], setup["log"]) as client:
             yield client
         return
-    with HttpServer(setup["args"], setup["env"], setup["log"]) as server, server.session() as client:
-        yield client
+    with HttpServer(setup["args"], setup["env"], setup["log"]) as server:
+        with server.session() as client:
+            yield client
+        assert server.stop() == 0, "kbqa mcp --transport http did not stop cleanly on SIGINT"
 
 
 def cli_json(run_cli, *argv: object) -> tuple[int, dict]:  # noqa: ANN001
@@ -192,3 +197,15 @@ def test_a_failed_question_names_its_stage_and_keeps_the_steps(mcp: McpClient) -
     assert "no recorded output" in unknown["error"]["message"]
     malformed = failed(mcp.tool("explain", {"text": MALFORMED}), "validate")
     assert malformed["result"]["status"] == "error"
+
+
+def test_stdio_server_is_lean_and_ends_with_its_client(setup: dict) -> None:
+    """No training stack on the query path (issue 17), and a clean exit when the client closes stdin."""
+    hook = ("import atexit, sys\n"
+            "atexit.register(lambda: print('HEAVY', sorted(m for m in ('torch', 'transformers', 'sentence_transformers')"
+            " if m in sys.modules), file=sys.stderr))\n"
+            "from kbqa.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    proc = subprocess.run([sys.executable, "-c", hook, "mcp", *setup["args"]], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **setup["env"]})
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-2000:]
+    assert "HEAVY []" in proc.stderr
