@@ -108,13 +108,16 @@ class KbqaMCP(MCPServer[Any]):
 
 
 def guarded(state: State) -> Callable[[Callable[..., Awaitable[CallToolResult]]], Callable[..., Any]]:
-    """Count the call against `max_inflight` and turn refusals and KB errors into tool errors with their stage.
-    Anything else is our bug: the SDK answers "Error executing tool …" and logs the traceback on stderr."""
+    """Count the call against `max_inflight` (refused while shutting down, as `InflightLimit` does for HTTP) and
+    turn refusals and KB errors into tool errors with their stage. Anything else is our bug: `KbqaMCP` answers
+    it as stage `internal` and logs the traceback on stderr."""
 
     def wrap(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def call(*args: Any, **kwargs: Any) -> CallToolResult:
             gate = state.gate
+            if gate.draining:
+                return tool_error("server", "the server is shutting down; retry on a running one")
             if gate.inflight >= gate.max_inflight:
                 return tool_error("server", f"too many calls in flight (the limit is {gate.max_inflight}); "
                                             "retry in a moment")
