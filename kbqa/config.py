@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+@dataclass(frozen=True)
+class RequestCaps:
+    """The per-request caps of `Settings` (max_leaves, max_subquestions, max_program_lines) as plain data:
+    what the Engine hands its QCompiler and PyRAG front-ends, so the CLI, HTTP and MCP all get them."""
+
+    max_leaves: int = 50
+    max_subquestions: int = 20
+    max_program_lines: int = 200
+
+    def refusal(self, what: str, count: int, cap: int, setting: str) -> str:
+        """The message of a text over a cap: the count, the cap, and the setting that raises it."""
+        return (f"{what}: {count}, more than the {cap} allowed per request "
+                f"(setting {setting}, environment KBQA_{setting.upper()})")
 
 
 class Settings(BaseSettings):
@@ -26,6 +42,15 @@ class Settings(BaseSettings):
     embedding_model: str = "minilm-static"
     # Calibrated grounding score below which a placeholder gets "no grounding" instead of a guess.
     grounding_threshold: float = 0.45
+    # Per-request caps on the work one front-end text may ask for (each leaf or sub-question is a translator
+    # call, each program line a lowering step): a text over a cap is refused at stage `validate` before any
+    # translation, so one request cannot hold an engine for minutes (issue 15: 600 leaves held it 26 s).
+    max_leaves: int = Field(default=50, ge=1)  # QCompiler leaves per expression
+    max_subquestions: int = Field(default=20, ge=1)  # PyRAG ask_kb(...) calls per program
+    max_program_lines: int = Field(default=200, ge=1)  # PyRAG statements per program
+
+    def caps(self) -> RequestCaps:
+        return RequestCaps(self.max_leaves, self.max_subquestions, self.max_program_lines)
 
     @property
     def stores_dir(self) -> Path:

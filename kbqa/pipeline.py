@@ -24,6 +24,7 @@ from assembler.report import Step
 from kb_dumps.errors import PIPELINE_ORDER, ErrorInfo, KBQAError, Stage, StoreError, internal_error
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
+from kbqa.config import RequestCaps, get_settings
 from kbqa.frontends import FRONTENDS
 from kbqa.result import Result, translation_detail
 from kbqa.translators.base import Translator
@@ -48,8 +49,12 @@ class Engine:
                  timeout_s: float | None = None, row_cap: int | None = None,
                  options: AssembleOptions | None = None, grounder: Grounder | None = None,
                  translator: Translator | None = None, settings: ModelSettings | None = None,
-                 repair_rounds: int = 2, endpoint: str | None = None, endpoint_dialect: str | None = None):
+                 repair_rounds: int = 2, endpoint: str | None = None, endpoint_dialect: str | None = None,
+                 caps: RequestCaps | None = None):
         self.options = options or AssembleOptions()
+        # Per-request caps (QCompiler leaves, PyRAG sub-questions and lines) that the front-ends enforce, so
+        # every face (CLI, HTTP, MCP) gets them; from the settings (KBQA_MAX_LEAVES, ...) unless given.
+        self.caps = caps or get_settings().caps()
         self.settings = settings  # which translator `ask` builds (None: from the environment / kbqa.toml)
         self._translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
         self._own_translator = False  # closed with the engine only when the engine made it

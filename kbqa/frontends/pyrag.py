@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.errors import ErrorInfo, Stage
+from kbqa.config import RequestCaps
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine
 
 MAX_LENGTH = 20_000  # characters; longer programs are refused before parsing
-MAX_STATEMENTS = 200
 OPS = ("=", "!=", "<", ">", "<=", ">=")
 # name -> (parameters in order, how many are required)
 PRIMITIVES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -240,8 +240,10 @@ class _Reader:
         return PCall(func.id, args, node.lineno) if ok else None
 
 
-def read_program(text: str) -> Program:
-    """Parse and check a program (no lowering). Never raises, never executes anything."""
+def read_program(text: str, caps: RequestCaps | None = None) -> Program:
+    """Parse and check a program (no lowering). Never raises, never executes anything. A program over
+    `caps` (statements, ask_kb sub-questions) is refused before anything is lowered or translated."""
+    caps = caps or RequestCaps()
     prog = Program()
     if not isinstance(text, str):
         prog.errors.append(ErrorInfo("parse", f"expected a program (text), got {type(text).__name__}"))
@@ -261,8 +263,15 @@ def read_program(text: str) -> Program:
     except (ValueError, RecursionError, MemoryError) as e:
         prog.errors.append(ErrorInfo("parse", f"the program cannot be read: {type(e).__name__}: {str(e)[:200]}"))
         return prog
-    if len(tree.body) > MAX_STATEMENTS:
-        prog.errors.append(ErrorInfo("parse", f"more than {MAX_STATEMENTS} statements"))
+    if len(tree.body) > caps.max_program_lines:
+        prog.errors.append(ErrorInfo(Stage.VALIDATE, caps.refusal("program lines (statements)", len(tree.body),
+                                                                   caps.max_program_lines, "max_program_lines")))
+        return prog
+    asks = sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "ask_kb"
+               for n in ast.walk(tree))
+    if asks > caps.max_subquestions:
+        prog.errors.append(ErrorInfo(Stage.VALIDATE, caps.refusal("sub-questions (ask_kb calls)", asks,
+                                                                   caps.max_subquestions, "max_subquestions")))
         return prog
     reader = _Reader()
     for node in tree.body:
@@ -282,13 +291,14 @@ def read_program(text: str) -> Program:
 
 
 def parse_pyrag(text: str, translate_leaf: Any = None, *, profile: Any = "wikidata", repair: Any = None,
-                repair_rounds: int = 2) -> Any:
+                repair_rounds: int = 2, caps: RequestCaps | None = None) -> Any:
     """Read, check and lower a program to one Plan (`PyragResult`: plan, errors, program, sub-questions).
     `translate_leaf` (question -> DeSQ) serves `ask_kb`; `profile` names the instance-of property. Never
     raises, never executes the program."""
     from kbqa.frontends.pyrag_lower import lower_program
 
-    return lower_program(text, translate_leaf, profile=profile, repair=repair, repair_rounds=repair_rounds)
+    return lower_program(text, translate_leaf, profile=profile, repair=repair, repair_rounds=repair_rounds,
+                         caps=caps)
 
 
 def frontend(engine: Engine) -> Callable[[str], Any]:
@@ -298,4 +308,5 @@ def frontend(engine: Engine) -> Callable[[str], Any]:
     tr, rounds = engine.leaf_translator(), engine.repair_rounds
     leaf = leaf_translator(tr) if tr is not None else None
     repair = leaf_repairer(tr) if tr is not None else None
-    return lambda text: parse_pyrag(text, leaf, profile=engine.profile, repair=repair, repair_rounds=rounds)
+    return lambda text: parse_pyrag(text, leaf, profile=engine.profile, repair=repair, repair_rounds=rounds,
+                                    caps=engine.caps)

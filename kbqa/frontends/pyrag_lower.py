@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.plan import (
     IRI,
@@ -38,6 +38,9 @@ from kbqa.frontends.desq_fragments import KNOWN_PREFIXES
 from kbqa.frontends.pyrag import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
+
+if TYPE_CHECKING:
+    from kbqa.config import RequestCaps
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$")
 
@@ -356,10 +359,10 @@ class _Lowerer:
 
 
 def lower_program(text: str, translate_leaf: Any = None, *, profile: Any = "wikidata", repair: Any = None,
-                  repair_rounds: int = 2) -> PyragResult:
+                  repair_rounds: int = 2, caps: RequestCaps | None = None) -> PyragResult:
     """Read, check and lower a PyRAG program (see `pyrag.parse_pyrag`). Never raises."""
     try:
-        prog = read_program(text)
+        prog = read_program(text, caps)
         result = PyragResult(None, list(prog.errors), prog)
         if prog.errors:
             return result

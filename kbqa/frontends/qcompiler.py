@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assembler.plan import Bind, Group, Literal, Query, Union, Var, walk
-from kb_dumps.errors import ErrorInfo, KBQAError, internal_error
+from kb_dumps.errors import ErrorInfo, KBQAError, Stage, internal_error
+from kbqa.config import RequestCaps
 from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,
@@ -340,12 +341,19 @@ class _Lowerer:
 
 
 def parse_qcompiler(text: str, translate_leaf: LeafTranslate | None = None, *, repair: LeafRepair | None = None,
-                    repair_rounds: int = DEFAULT_ROUNDS, max_workers: int = 4) -> QCompilerResult:
+                    repair_rounds: int = DEFAULT_ROUNDS, max_workers: int = 4,
+                    caps: RequestCaps | None = None) -> QCompilerResult:
     """Parse and validate an expression; with `translate_leaf`, translate each distinct leaf to DeSQ (repairing
-    it through `repair` at most `repair_rounds` times) and lower the whole to one Plan. Never raises."""
+    it through `repair` at most `repair_rounds` times) and lower the whole to one Plan. An expression with more
+    leaves than `caps.max_leaves` is refused (stage validate) before any leaf is translated. Never raises."""
+    caps = caps or RequestCaps()
     parsed = parse_expression(text)
     result = QCompilerResult(None, list(parsed.errors), parsed.ast)
     if parsed.ast is None:
+        return result
+    if (n := len(leaves(parsed.ast))) > caps.max_leaves:
+        result.errors.append(ErrorInfo(Stage.VALIDATE, caps.refusal("leaves in the expression", n, caps.max_leaves,
+                                                                     "max_leaves")))
         return result
     try:
         if translate_leaf is None:
@@ -380,4 +388,4 @@ def frontend(engine: Engine) -> Callable[[str], QCompilerResult]:
     tr, rounds = engine.leaf_translator(), engine.repair_rounds
     leaf = leaf_translator(tr) if tr is not None else None
     repair = leaf_repairer(tr) if tr is not None else None
-    return lambda text: parse_qcompiler(text, leaf, repair=repair, repair_rounds=rounds)
+    return lambda text: parse_qcompiler(text, leaf, repair=repair, repair_rounds=rounds, caps=engine.caps)
