@@ -57,6 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     if args.server:
         return run_remote(args)
+    from kb_dumps.errors import KBQAError
     from kbqa.config import get_settings
     from kbqa.pipeline import Engine
     from kbqa.translators.settings import get_model_settings
@@ -65,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
     msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
                                    replay_path=args.replay)
     store, sparql_endpoint = store_target(args)
+    if store is None and msettings.backend == "cases":
+        # The case bank, label memory and index live in a store directory; an endpoint has none of them.
+        raise KBQAError(f"--endpoint without --store: the cases translator needs a store directory with a case "
+                        f"bank; build one from the endpoint with `kbqa ingest --endpoint {sparql_endpoint} --store "
+                        "DIR` (then `kbqa index` and `kbqa cases build`) and pass --store DIR, or choose a model "
+                        "--backend", stage="usage")
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
     with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
                 endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect, settings=msettings) as engine:

@@ -285,6 +285,6 @@ def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store 
          memory: LabelMemory | None = None) -> CasesTranslator:
     """The `cases` entry of `kbqa.translators.TRANSLATORS`."""
     if store_dir is None:
-        raise TranslateError("the cases translator needs a store (its case bank): give --store DIR, or choose "
-                             "another --backend")
+        raise TranslateError("the cases translator needs a store (its case bank): give --store DIR (from an "
+                             "endpoint: `kbqa ingest --endpoint URL --store DIR`), or choose another --backend")
     return CasesTranslator(store_dir, store=store, memory=memory, k=settings.cases_k, kb_check=settings.cases_kb_check)

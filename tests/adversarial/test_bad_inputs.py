@@ -65,6 +65,9 @@ CASES = [  # (argv with {store} / {f:NAME}, exit code, words in the one line)
     (["ask", "caf\udce9 where", "--store", "{store}"], 2, "not valid UTF-8"),
     (["compile", "caf\udce9", "--store", "{store}"], 2, "not valid UTF-8"),
     (["ground", "caf\udce9", "--store", "{store}"], 2, "not valid UTF-8"),
+    # an endpoint has no case bank: a usage error that says how to make a store from it (was a TypeError)
+    (["ask", "who is x", "--endpoint", "http://127.0.0.1:9/sparql"], 2,
+     "kbqa ingest --endpoint http://127.0.0.1:9/sparql --store DIR"),
 ]
 
 
