@@ -19,7 +19,7 @@ from assembler.diagnose import diagnose_empty
 from assembler.plan import Query
 from assembler.report import AssemblyResult, Attempt, PlaceholderGrounding, Step
 from assembler.writer import write_sparql
-from kb_dumps.errors import ErrorInfo, QueryError, StoreError
+from kb_dumps.errors import ErrorInfo, QueryError, StoreError, echo
 from kb_dumps.profiles import KBProfile, get_profile
 
 
@@ -81,7 +81,7 @@ class Assembler:
         t0 = time.perf_counter()
         out.grounding = self.ground(plan)
         missing = [g for g in out.grounding if not g.candidates]
-        ground_errors = [ErrorInfo("ground", f"[{g.name}] ({g.kind} {g.label!r}) has no grounding: {g.reason}",
+        ground_errors = [ErrorInfo("ground", f"[{g.name}] ({g.kind} {echo(g.label)}) has no grounding: {g.reason}",
                                    ac=g.ac) for g in missing]
         out.steps.append(Step("ground", not missing, time.perf_counter() - t0, _ground_detail(out.grounding, self.profile),
                               ground_errors))

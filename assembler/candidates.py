@@ -11,7 +11,7 @@ from assembler.report import PlaceholderGrounding
 from grounding.candidates import Candidate, Correction
 from grounding.ground import LABEL_AGREEMENT
 from grounding.text import best_similarity, normalize
-from kb_dumps.errors import KBQAError
+from kb_dumps.errors import KBQAError, echo
 from kb_dumps.profiles import KBProfile
 
 # Score floor inside a product, so that a candidate scored 0 (below threshold) still orders the others.
@@ -55,8 +55,8 @@ class MemoryGrounder:
             return Correction("none", None, guessed_uri, f"{guessed_uri} is a {row.kind}, the placeholder needs "
                               f"a {kind}; {self.reason}")
         if lex < LABEL_AGREEMENT:
-            return Correction("none", None, guessed_uri, f"{guessed_uri} is labelled {row.label!r}, which does "
-                              f"not match {label!r}; {self.reason}")
+            return Correction("none", None, guessed_uri, f"{guessed_uri} is labelled {echo(row.label)}, which "
+                              f"does not match {echo(label)}; {self.reason}")
         cand = Candidate(row.id, row.label, row.description, row.kind, round(lex, 4), {"lexical": round(lex, 4)},
                          ["guess"], matched)
         return Correction("kept", row.id, guessed_uri, f"{guessed_uri} exists with label {row.label!r}", cand)

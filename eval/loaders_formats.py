@@ -160,8 +160,13 @@ def load_wwq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Re
             raise fail(path, "WikiWebQuestions records need 'id' and 'sparql'",
                        q.get("id", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
         meta: dict[str, Any] = {}
-        if "utterance" in q:
-            text = text_or_none(q["utterance"])
+        # The question's field differs by copy: `utterance` (the WikiWebQuestions release), `question` (SPINACH's
+        # copy, {id, question, sparql}), or inside `input` (the WikiSP alignment file).
+        if "utterance" in q or "question" in q:
+            text = text_or_none(q.get("utterance", q.get("question")))
+        elif "input" not in q:
+            raise fail(path, "a WikiWebQuestions record needs its question in 'utterance', 'question' or 'input'; "
+                             f"this one has only {', '.join(sorted(map(str, q)))}", q["id"])
         else:  # WikiSP alignment: "Query: <question>\nEntities:<label> with QID <Q>; ..."
             m = _ALIGN_QUERY.search(str(q.get("input", "")))
             text = text_or_none(m.group(1)) if m else None

@@ -17,7 +17,7 @@ from grounding.embedder import Embedder, canonical_name, get_embedder, query_tex
 from grounding.lexical_index import LexicalIndex
 from grounding.text import best_similarity, normalize
 from grounding.vector_shards import load_vectors
-from kb_dumps.errors import KBQAError
+from kb_dumps.errors import KBQAError, echo
 from kb_dumps.label_memory import LabelRow
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KINDS, KBProfile, WikidataProfile, detect_profile, get_profile
@@ -205,9 +205,9 @@ class Grounder:
     def _reason(self, label: str, kind: str | None, cands: list[Candidate]) -> str:
         what = f"{kind} " if kind else ""
         if not cands:
-            return f"no {what}candidate for {label!r} in the label memory"
+            return f"no {what}candidate for {echo(label)} in the label memory"
         best = cands[0]
-        return (f"no grounding: the best {what}candidate for {label!r} is {best.id} ({best.label!r}) with score "
+        return (f"no grounding: the best {what}candidate for {echo(label)} is {best.id} ({echo(best.label)}) with score "
                 f"{best.score:.2f}, below the threshold {self.threshold:.2f}")
 
     # ---- URI correction --------------------------------------------------------------------
@@ -237,7 +237,7 @@ class Grounder:
                 if kind and row.kind != kind:
                     why = f"{guess} is a {row.kind}, the placeholder needs a {kind}"
                 elif lex < LABEL_AGREEMENT:
-                    why = f"{guess} is labelled {row.label!r}, which does not match {label!r}"
+                    why = f"{echo(guess)} is labelled {echo(row.label)}, which does not match {echo(label)}"
                 else:
                     cand = Candidate(id=row.id, label=row.label, description=row.description, kind=row.kind,
                                      score=round(lex, 4), signals={"lexical": round(lex, 4)}, sources=["guess"],

@@ -15,6 +15,10 @@ log = logging.getLogger("kbqa")
 
 # Exit codes of the `kbqa` command (DESIGN "Command line and Python API").
 EXIT_OK, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_BAD_INPUT, EXIT_BACKEND = 0, 1, 2, 3, 4
+# User input quoted in a message (a label, a line, a guessed URI) is cut to this many characters: a 5 MB label
+# must not become a 10 MB error (issue 15). A message as a whole is cut at MAX_MESSAGE_CHARS as a backstop.
+ECHO_CHARS = 200
+MAX_MESSAGE_CHARS = 2_000
 # Where to report a bug of ours (the one-line message of an `internal` error names it).
 ISSUES_HINT = "this is a bug in kbqa, not in your input: please report it with the input that caused it"
 
@@ -74,6 +78,19 @@ def internal_error(exc: BaseException, where: str, **kw: str | int | None) -> Er
                      f"{ISSUES_HINT} (kbqa -v shows the traceback)", **kw)  # type: ignore[arg-type]
 
 
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """`value` quoted for a message (as `repr` does), cut to `limit` characters with "…" when longer."""
+    text = value if isinstance(value, str) else str(value)
+    return repr(text[:limit] + "…" if len(text) > limit else text)
+
+
+def cap_message(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` cut to `limit` characters, saying how long it was (the backstop of every ErrorInfo)."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}… (message cut: {len(message):,} characters)"
+
+
 @dataclass
 class ErrorInfo:
     """One problem, as plain data: what the repair loop and the reports carry."""
@@ -85,6 +102,10 @@ class ErrorInfo:
     column: int | None = None
     qid: str | None = None
     ac: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.message, str):
+            self.message = cap_message(self.message)
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -36,6 +36,7 @@ from kb_dumps.readers import (
     LineSegmentReader,
     ReadStats,
     compressed_errors,
+    culprit_in_file,
     detect_format,
     open_binary,
     read_source,
@@ -90,7 +91,8 @@ class IngestReport:
     store: str
     profile: str
     sources: list[SourceReport]
-    triples_added: int = 0
+    triples_added: int = 0  # new in the store: the store's count after minus before
+    triples_present: int = 0  # read, but already in the store (or repeated in the input): not added again
     label_rows: int = 0
     seconds: float = 0.0
     changed: bool = True
@@ -170,7 +172,7 @@ def _bulk_load_lines(path: Path, fmt_name: str, ox_store: ox.Store, labels_path:
                     ox_store.bulk_load(input=reader, format=fmt)
                 except SyntaxError as e:
                     line = reader.segment_start_line + max(int(e.lineno or 1), 1) - 1
-                    reason = str(e.msg).split(": ", 1)[-1]
+                    line, reason = culprit_in_file(path, line, fmt, str(e.msg).split(": ", 1)[-1])
                     raise IngestError(f"malformed line: {reason}", file=str(path), line=line) from None
         try:
             status, detail = parent.recv()
@@ -287,6 +289,9 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
             generation = memory.begin_generation()
             collector = LabelCollector(prof, memory, generation, languages)
             ox_store = ox.Store(str(building / "oxigraph"))
+            # Counted, not summed from what was read: a triple already in the store is not "added" again. A
+            # count is a scan (~3 M quads/s here), small next to loading the same triples.
+            before = len(ox_store) if existing else 0
             for r in new:
                 t0 = time.perf_counter()
                 stats = ReadStats()
@@ -315,12 +320,13 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
             label_rows = len(memory)
             memory.close()
             ox_store.flush()
+            after = len(ox_store)
             del ox_store
             all_sources = list((existing or {}).get("sources", [])) + [
                 {k: v for k, v in asdict(r).items() if k != "skipped_examples"} for r in new]
             manifest = {
                 "format": MANIFEST_FORMAT, "profile": prof.name, "languages": list(languages),
-                "sources": all_sources, "triples": sum(s.get("triples", 0) for s in all_sources),
+                "sources": all_sources, "triples": after,
                 "label_rows": label_rows, "generation": generation, "version": version,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
@@ -331,7 +337,9 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
             raise
         _clean_stale(root, keep=final)
         return IngestReport(store=str(root), profile=prof.name, sources=reports,
-                            triples_added=sum(r.triples for r in new), label_rows=label_rows,
+                            triples_added=after - before,
+                            triples_present=max(sum(r.triples for r in new) - (after - before), 0),
+                            label_rows=label_rows,
                             seconds=time.perf_counter() - t_start)
 
 

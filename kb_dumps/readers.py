@@ -116,6 +116,32 @@ def _error_reason(err: SyntaxError) -> str:
     return msg.split(": ", 1)[-1] if msg.startswith("Parser error") else msg
 
 
+def culprit(lines: list[bytes], rel: int, fmt: ox.RdfFormat, reason: str) -> tuple[int, str]:
+    """The line (1-based in `lines`) that a parse error at line `rel` belongs to, with that line's own message.
+    pyoxigraph reports a triple left without its dot at the start of the *next* line, or as the end of the
+    file; each N-Triples line parses alone, so when line `rel` does, the one before it is the bad one."""
+    for k in (rel, rel - 1):
+        if 1 <= k <= len(lines):
+            try:
+                for _ in ox.parse(lines[k - 1].rstrip(b"\r\n"), format=fmt):
+                    pass
+            except SyntaxError as e:
+                why = _error_reason(e)
+                if why.lower().startswith("unexpected end of file"):  # the line alone: it stops mid-triple
+                    why = "the line ends inside a triple (an IRI or string left open, or no final ' .')"
+                return k, why
+    return min(max(rel, 1), max(len(lines), 1)), reason
+
+
+def culprit_in_file(path: Path, line: int, fmt: ox.RdfFormat, reason: str) -> tuple[int, str]:
+    """`culprit` for an error at `line` of a whole file (the bulk loader's errors): reads the two lines."""
+    first = max(line - 1, 1)
+    with open_binary(path) as f:
+        near = [ln for i, ln in zip(range(1, line + 1), f, strict=False) if i >= first]
+    found, why = culprit(near, line - first + 1, fmt, reason)
+    return first + found - 1, why
+
+
 def read_line_rdf(path: Path, fmt: ox.RdfFormat, stats: ReadStats, skip_bad_lines: bool) -> Iterator[ox.Quad]:
     """N-Triples / N-Quads in chunks of lines; errors name the absolute line."""
     with open_binary(path) as f:
@@ -133,9 +159,9 @@ def read_line_rdf(path: Path, fmt: ox.RdfFormat, stats: ReadStats, skip_bad_line
                     for q in ox.parse(chunk, format=fmt):
                         quads.append(q)
                 except SyntaxError as e:
-                    rel = max(_error_line(e), 1)  # 1-based within this chunk
+                    # 1-based within this chunk, moved back to the line that is really bad (see culprit)
+                    rel, reason = culprit(lines[start:], max(_error_line(e), 1), fmt, _error_reason(e))
                     bad = first_line + start + rel - 1
-                    reason = _error_reason(e)
                     if not skip_bad_lines:
                         raise IngestError(f"malformed line: {reason}", file=str(path), line=bad) from None
                     # Keep what parsed before the bad line, drop the bad line, re-parse the rest.

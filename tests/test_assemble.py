@@ -23,6 +23,7 @@ from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.store import LocalStore
 from kbqa.frontends.desq import parse_desq
+from kbqa.pipeline import Engine
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 WD = "http://www.wikidata.org/entity/"
@@ -284,3 +285,16 @@ def test_options_bound_the_search(tiny_store: Path) -> None:
         assert out.status == "empty" and len(out.attempts) <= 2
         memory.close()
         grounder.close()
+
+
+def test_a_huge_label_is_not_echoed_into_the_error(tiny_store: Path) -> None:
+    """Issue 15: a 5 MB grounding label came back twice in a 12 MB error; echoes are cut to ~200 characters."""
+    big = "zq" * 2_500_000
+    desq = ("ATOMIC CONSTRAINTS\nAC1: q\nAC2: a\nFRAGMENTS\nAC1 => SELECT ?var1\nAC2 => [x] [capital] ?var1 .\n"
+            f"GROUNDING\n[x] entity | {big} | {big}\n[capital] property | capital | seat of government\n")
+    with Engine(tiny_store) as engine:
+        result = engine.compile(desq)
+    assert result.failed_stage == "ground"
+    message = result.errors[0].message
+    assert len(message) < 1_000 and "zqzq" in message and "…'" in message
+    assert sum(len(e.message) for e in result.errors) < 2_000

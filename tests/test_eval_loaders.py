@@ -257,3 +257,17 @@ def test_prepare_keeps_declared_prefixes_and_adds_missing_ones():
     assert prepare_gold_sparql(None).sparql is None
     rubq_psn = prepare_gold_sparql("SELECT ?a WHERE { ?a p:P2046/psn:P2046/wikibase:quantityAmount ?sq }")
     assert rubq_psn.reason is None and "PREFIX psn:" in rubq_psn.sparql
+
+
+def test_wwq_accepts_spinach_question_records_and_names_a_missing_field(tmp_path: Path) -> None:
+    """Issue 15: SPINACH's copy of WikiWebQuestions ({id, question, sparql}) read as "no question text"."""
+    spinach = tmp_path / "spinach_wwq.json"
+    spinach.write_text(json.dumps([{"id": "WebQTest-1", "question": "what is the capital of france?",
+                                    "sparql": "SELECT ?x WHERE { wd:Q142 wdt:P36 ?x }"}]))
+    [rec] = load(spinach, "wwq")
+    assert rec.usable and rec.questions == {"en": "what is the capital of france?"}
+    nothing = tmp_path / "no_text.json"
+    nothing.write_text(json.dumps([{"id": "q9", "text": "?", "sparql": "ASK {}"}]))
+    with pytest.raises(KBQAError, match=r"record q9: .*'utterance', 'question' or 'input'; this one has only "
+                                        r"id, sparql, text"):
+        load(nothing, "wwq")

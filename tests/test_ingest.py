@@ -275,3 +275,43 @@ def test_cli_ingest_and_rerun(tmp_path: Path, run_cli) -> None:  # noqa: ANN001
     assert code == 0 and "11 triples" in out
     code, out, err = run_cli("ingest", DUMPS / "tiny.nt", "--store", tmp_path / "kb", "--format", "json")
     assert code == 0 and json.loads(out)["changed"] is False
+
+
+NO_DOT = ('<http://e.org/a> <http://e.org/p> "ok" .\n<http://e.org/a> <http://e.org/p> "x"\n'
+          '<http://e.org/c> <http://e.org/p> "y" .\n')
+
+
+@pytest.mark.parametrize("profile", [None, "generic"])  # None: the profile is detected (a second reader)
+@pytest.mark.parametrize("text, words", [
+    (NO_DOT, "Triples must be followed by a dot"),
+    (NO_DOT.rstrip("\n").rsplit("\n", 1)[0], "Triples must be followed by a dot"),  # the bad line is the last one
+    ('<http://e.org/a> <http://e.org/p> "ok" .\n<http://e.org/a> <http://e.org/p> <http://e.org/b',
+     "the line ends inside a triple"),
+])
+def test_a_bad_ntriples_line_is_reported_at_its_own_line(tmp_path: Path, text: str, words: str,
+                                                         profile: str | None) -> None:
+    """Issue 15: a line left without its dot was reported at the next line, as "Unexpected end of file", or
+    as a traceback (the profile detector's re-parse)."""
+    bad = tmp_path / "bad.nt"
+    bad.write_text(text)
+    with pytest.raises(IngestError) as e:
+        ingest([bad], tmp_path / "kb", profile=profile, progress=False)
+    assert e.value.info.line == 2 and words in e.value.info.message, str(e.value)
+    skipped = ingest([bad], tmp_path / "kb2", profile=profile, skip_bad_lines=True, progress=False)
+    assert skipped.sources[0].skipped_examples[0][0] == 2 and skipped.triples_added == len(
+        text.splitlines()) - 1
+
+
+def test_triples_already_present_are_not_counted_as_added(tmp_path: Path, run_cli) -> None:
+    store = tmp_path / "kb"
+    ingest([DUMPS / "tiny.nt"], store, progress=False)
+    overlap = tmp_path / "overlap.nt"  # two triples of tiny.nt and one new one
+    overlap.write_text("".join((DUMPS / "tiny.nt").read_text().splitlines(keepends=True)[:2])
+                       + '<http://example.org/zed> <http://example.org/knows> <http://example.org/alice> .\n')
+    report = ingest([overlap], store, append=True, progress=False)
+    assert (report.triples_added, report.triples_present) == (1, 2) and count(store) == 12
+    assert json.loads((StoreLayout.of(store).current / "manifest.json").read_text())["triples"] == 12
+    again = tmp_path / "again.nt"
+    again.write_text(overlap.read_text() + "\n")  # same triples, other bytes: read again, nothing new
+    code, out, _ = run_cli("ingest", again, "--store", store, "--append", "--no-progress")
+    assert code == 0 and "0 triples added (3 read were already present)" in out, out

@@ -179,3 +179,18 @@ def test_mutated_programs_never_crash(program: str, edits: list[tuple[int, str]]
     result = parse_pyrag(program, lambda q: "not desq")
     assert (result.plan is None) == bool(result.errors)
     assert not any(e.stage == "internal" for e in result.errors), result.errors
+
+
+@pytest.mark.parametrize("program, words", [
+    ("a = 1\x00\nfinal_answer = a\n", "Python syntax error: source code string cannot contain null bytes"),
+    ("x = " + "-" * 15_000 + "1\nfinal_answer = x\n", "the program is nested too deeply for Python's parser"),
+])
+def test_unreadable_programs_name_the_file_never_line_none(tmp_path: Path, run_cli, program: str,
+                                                           words: str) -> None:
+    """Issue 15: `line None: ...` for a syntax error without a line, and a bare `MemoryError` with no file."""
+    assert "None" not in read_program(program).errors[0].message
+    path = tmp_path / "prog.py"
+    path.write_text(program, encoding="utf-8")
+    code, _, err = run_cli("compile", path, "--frontend", "pyrag", "--no-execute")
+    assert code == 3 and f"error: [parse] {path}: {words}" in err, err
+    assert "None" not in err and "MemoryError" not in err

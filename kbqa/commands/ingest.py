@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         for lineno, reason in s.skipped_examples[:5]:
             print(f"  skipped {s.path}:{lineno}: {reason}", file=sys.stderr)
     if report.changed:
-        print(f"store {report.store} ({report.profile}): {report.triples_added:,} triples added, "
+        present = f" ({report.triples_present:,} read were already present)" if report.triples_present else ""
+        print(f"store {report.store} ({report.profile}): {report.triples_added:,} triples added{present}, "
               f"{report.label_rows:,} label-memory rows")
     else:
         print(f"store {report.store}: already up to date (same content), nothing changed")

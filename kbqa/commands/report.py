@@ -30,14 +30,25 @@ def print_result(result: Result, *, fmt: str, profile: KBProfile, explain: bool 
     if result.failed_stage == Stage.INTERNAL:  # our bug: one line with the report hint, not the knock-on errors
         errors = [e for e in errors if e.stage == Stage.INTERNAL][:1] or errors[:1]
     for err in errors:
-        if source and source != "-" and err.line and not err.file:
+        # an error about the text names its file, with or without a line (a parser that gave up has none)
+        if source and source != "-" and not err.file and (err.line or err.stage in (Stage.PARSE, Stage.VALIDATE)):
             err = dataclasses.replace(err, file=source)
         print(f"error: {err}", file=sys.stderr)
     return result.exit_code
 
 
 def print_explain(result: Result) -> None:
-    """The front-end's parts (ACs, QCompiler leaves, PyRAG lines) and the Plan, before the query."""
+    """The translator's ranked candidates (when it ranked any), the front-end's parts (ACs, QCompiler
+    leaves, PyRAG lines) and the Plan, before the query."""
+    candidates = ((result.translation or {}).get("details") or {}).get("candidates") or []
+    if candidates:
+        print("== candidates (best first)")
+        for i, c in enumerate(candidates, start=1):
+            rows = c.get("rows")
+            print(f"{i}. score {c.get('score', 0):.3f} [{c.get('family', '')}, {rows} rows] {c.get('verbalised', '')}")
+            feats = c.get("features") or {}
+            top = sorted(feats.items(), key=lambda kv: -abs(kv[1]))[:8]
+            print("    " + ", ".join(f"{k}={v:g}" for k, v in top))
     print("== parts")
     for c in result.constraints:
         ident = c.get("id") or c.get("leaf") or ""

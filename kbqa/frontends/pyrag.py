@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kb_dumps.errors import ErrorInfo, Stage
+from kb_dumps.errors import ErrorInfo, Stage, echo
 from kbqa.config import RequestCaps
 
 if TYPE_CHECKING:
@@ -256,12 +256,17 @@ def read_program(text: str, caps: RequestCaps | None = None) -> Program:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for "\d" in a label: not the user's concern here
             warnings.simplefilter("ignore")
             tree = ast.parse(body, mode="exec")
-    except SyntaxError as e:
-        prog.errors.append(ErrorInfo("parse", f"line {e.lineno}: Python syntax error: {e.msg}", line=e.lineno,
+    except SyntaxError as e:  # some have no line (null bytes in the source): then none is named
+        where = f"line {e.lineno}: " if e.lineno else ""
+        prog.errors.append(ErrorInfo("parse", f"{where}Python syntax error: {e.msg}", line=e.lineno,
                                      column=e.offset, ac=f"line{e.lineno}" if e.lineno else None))
         return prog
-    except (ValueError, RecursionError, MemoryError) as e:
-        prog.errors.append(ErrorInfo("parse", f"the program cannot be read: {type(e).__name__}: {str(e)[:200]}"))
+    except (RecursionError, MemoryError):  # Python's parser gives up on deep nesting with an empty MemoryError
+        prog.errors.append(ErrorInfo("parse", "the program is nested too deeply for Python's parser to read; "
+                                              "write one primitive call per line"))
+        return prog
+    except ValueError as e:
+        prog.errors.append(ErrorInfo("parse", f"the program cannot be read: {echo(str(e))}"))
         return prog
     if len(tree.body) > caps.max_program_lines:
         prog.errors.append(ErrorInfo(Stage.VALIDATE, caps.refusal("program lines (statements)", len(tree.body),
