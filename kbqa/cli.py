@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from kb_dumps.errors import EXIT_BACKEND, EXIT_USAGE, KBQAError
+from kb_dumps.errors import EXIT_BACKEND, EXIT_USAGE, KBQAError, internal_error
 from kbqa.commands import VERBS
 
 EPILOG = """examples:
@@ -32,12 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeat for debug)")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
-        try:
-            module = importlib.import_module(f"kbqa.commands.{verb}")
-        except ModuleNotFoundError as e:
-            if e.name == f"kbqa.commands.{verb}":
-                continue  # this verb has not landed yet
-            raise
+        module = importlib.import_module(f"kbqa.commands.{verb}")
         p = module.add_parser(sub)
         p.set_defaults(_run=module.run)
     return parser
@@ -84,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             raise
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+    except Exception as exc:  # anything else escaping a verb is our bug: one line with the report hint, exit 4
+        print(f"error: {internal_error(exc, f'in kbqa {args.verb}')}", file=sys.stderr)  # traceback: logged, -v
         return EXIT_BACKEND
 
 

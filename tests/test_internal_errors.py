@@ -93,3 +93,23 @@ def test_a_front_end_that_raises_is_internal(monkeypatch: pytest.MonkeyPatch) ->
         result = engine.compile(ATLANTIS, execute=False)
     assert result.failed_stage == "internal" and result.exit_code == 4
     assert result.steps[0].stage == "parse" and not result.steps[0].ok
+
+
+def test_an_exception_escaping_any_verb_is_one_internal_line(run_cli, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """cli.main's catch-all: not a traceback, not a KBQAError of the input: stage internal, the hint, exit 4;
+    the traceback is logged (shown under -v)."""
+    import kbqa.commands.sparql as sparql_verb
+
+    def broken(args: object) -> int:
+        raise KeyError("injected bug in a verb")
+
+    monkeypatch.setattr(sparql_verb, "run", broken)
+    code, out, err = run_cli("sparql", "ASK {}")
+    assert code == EXIT_BACKEND and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: [internal] internal error in kbqa sparql (KeyError: ")
+    assert "please report it" in err and "kbqa -v shows the traceback" in err and "Traceback" not in err
+    with caplog.at_level("INFO", logger="kbqa"):
+        code, _, err = run_cli("-v", "sparql", "ASK {}")
+    assert code == EXIT_BACKEND and "[internal]" in err
+    assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)

@@ -4,6 +4,6 @@ The CLI is a thin face over the Python API: each `run` parses flags, calls libra
 and prints; errors are KBQAError and become one line on stderr plus an exit code.
 """
 
-# Order in `kbqa --help`; a verb's module is imported only if present (verbs land issue by issue).
+# Order in `kbqa --help`; each is the name of a module here.
 VERBS = ["ingest", "index", "sparql", "ground", "decompose", "compile", "ask", "cases", "models", "train",
          "eval", "serve", "mcp"]
