@@ -17,6 +17,9 @@ FORMATS = tuple(READERS)  # the names `--dataset-format` accepts
 BENCHMARK_DIR = Path(__file__).resolve().parent / "benchmarks"
 
 # name -> (file under eval/benchmarks, format, what it is). Files come from scripts/copy_benchmarks.py.
+# The six Spider4SPARQL dev databases that come with a complete KG.
+SPIDER4SPARQL_DBS = ("battle_death", "car_1", "concert_singer", "employee_hire_evaluation", "pets_1", "poker_player")
+
 BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "lcquad2-dev": ("lcquad2/dev.json.gz", "lcquad2", "LC-QuAD 2.0 dev (Wikidata)"),
     "wwq-dev": ("wikiwebquestions/dev.json.gz", "wwq", "WikiWebQuestions dev, gold result bindings (Wikidata)"),
@@ -35,6 +38,10 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                               "SimpleQuestions-Wikidata train, answerable triples"),
     "bestiary": ("bestiary/beastiary_with_qald_format.json.gz", "qald", "BESTIARY (fantasy-creature KG), QALD JSON"),
     "grailqa-sample": ("freebase/grailqa_sample_1000.json.gz", "grailqa", "GrailQA sample of 1,000 (Freebase)"),
+    # Spider4SPARQL dev: each over its own small KG, `spider4sparql/kgs/<db>.ttl.gz` (ingest with --profile generic)
+    **{f"spider4sparql-{db}": (f"spider4sparql/{db}.json.gz", "qald",
+                               f"Spider4SPARQL dev, {db} (its KG: spider4sparql/kgs/{db}.ttl.gz)")
+       for db in SPIDER4SPARQL_DBS},
 }
 
 

@@ -81,6 +81,14 @@ def translation_detail(tr: TranslationResult) -> str:
     if tr.details.get("case"):
         parts.append(f"case {tr.details['case']} (similarity {tr.details.get('similarity', 0):.2f}): "
                      f"{tr.details.get('case_question', '')!r}")
+    search = tr.details.get("search")
+    if search:  # the explore translator: what the query-graph search did and what won
+        parts.append(f"{search.get('candidates_built', 0)} candidate graphs, {search.get('executed', 0)} run, "
+                     f"{search.get('kept', 0)} with answers" + (" (stopped at the time budget)"
+                                                                if search.get("truncated") else ""))
+        best = (tr.details.get("candidates") or [{}])[0]
+        if best.get("verbalised"):
+            parts.append(f"best: {best['verbalised']}")
     fills = tr.details.get("fills") or {}
     for slot, f in fills.items():
         parts.append(f"[{slot}] <- {f.get('mention')!r} = {f.get('uri')}" + ("" if f.get("kb") in (None, True)

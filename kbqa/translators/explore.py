@@ -38,7 +38,7 @@ class ExploreTranslator(Translator):
 
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
-                 schema: SchemaMemory | None = None):
+                 schema: SchemaMemory | None = None, bank: Any = None):
         self.store_dir = Path(store_dir)
         layout = StoreLayout.of(self.store_dir)
         if not layout.exists():
@@ -60,7 +60,7 @@ class ExploreTranslator(Translator):
         self._detector: Any = None
         self._embedder: Any = None
         self._pred_vecs: dict[str, Any] = {}
-        self._bank: Any = None
+        self._bank: Any = bank  # the case bank the `case_vote` feature reads (None: the store's own, if any)
 
     def close(self) -> None:
         if self._own_memory:
@@ -82,8 +82,34 @@ class ExploreTranslator(Translator):
                     continue
                 out.append(Link("entity", c.id, m.score * c.match * (1.0 - 0.1 * rank), (m.start, m.end), m.text,
                                 label=c.label))
+        out.extend(self._partial_entities(question, out))
         out.sort(key=lambda lk: -lk.score)
         return out[:8]
+
+    def _partial_entities(self, question: str, found: list[Link]) -> list[Link]:
+        """Entities whose label contains a content word of the question as a whole token ("draconic" names
+        *draconic l*), for spans no exact mention covers; weak links the search may still use."""
+        import re
+
+        from grounding.text import normalize
+
+        part = self._detector.lexicon.parts.get("entity")
+        if part is None:
+            return []
+        out: list[Link] = []
+        for m in re.finditer(r"[A-Za-z][A-Za-z\-']{3,}", question):
+            word = normalize(m.group(0))
+            if word in FUNCTION_WORDS or any(lk.span[0] <= m.start() < lk.span[1] for lk in found):
+                continue
+            hits = [h for h in part.search(word, 8) if word in h.name.split() and len(h.name.split()) <= 2]
+            rows = self.memory.by_rowids([h.rowid for h in hits])
+            for h in hits[:2]:
+                row = rows.get(h.rowid)
+                if row is None or row.id in self.schema.classes or row.id in self.schema.predicates:
+                    continue
+                out.append(Link("entity", row.id, 0.25 / len(h.name.split()), (m.start(), m.end()), m.group(0),
+                                label=row.label))
+        return out
 
     def _relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
@@ -190,9 +216,30 @@ class ExploreTranslator(Translator):
     def anchors(self, question: str) -> Anchors:
         cues = read_cues(question)
         schema_links = link_schema(question, self.schema)
-        return Anchors(question, cues, [lk for lk in schema_links if lk.kind == "class"],
-                       [lk for lk in schema_links if lk.kind == "predicate"], link_values(question, self.schema, cues),
-                       self._entities(question))
+        classes = [lk for lk in schema_links if lk.kind == "class"]
+        entities = self._entities(question)
+        self._qualify(question, entities, classes)
+        return Anchors(question, cues, classes, [lk for lk in schema_links if lk.kind == "predicate"],
+                       link_values(question, self.schema, cues), entities)
+
+    def _qualify(self, question: str, entities: list[Link], classes: list[Link]) -> None:
+        """"draconic language", "chaotic good alignment": a class word right after an entity of that class says
+        what the entity is; the entity's span takes the word and the class is a weak focus."""
+        for c in classes:
+            for e in entities:
+                gap = question[e.span[1]:c.span[0]]
+                if 0 <= c.span[0] - e.span[1] <= 2 and not gap.strip() and self._is_a(e.iri, c.iri):
+                    e.span = (e.span[0], c.span[1])
+                    e.score = min(1.0, e.score + 0.3)
+                    c.score *= 0.3
+                    break
+
+    def _is_a(self, item: str, cls: str) -> bool:
+        try:
+            return bool(self.store.query(f"ASK {{ <{item}> <{self.schema.type_predicate}> <{cls}> }}",
+                                         timeout_s=1.0).boolean)
+        except Exception:  # noqa: BLE001 - a failing probe just means "not known to be"
+            return False
 
     # ---- search ------------------------------------------------------------------------------------
     def search(self, question: str) -> tuple[Anchors, list[Graph], dict[str, Any]]:

@@ -46,6 +46,9 @@ class Cond:
     text: str = ""  # the words of the question it came from
     score: float = 1.0
     values: list[Term] = field(default_factory=list)  # op "in": any of these ("in 2014 or 2015")
+    name_filter: bool = False  # a word of the question matched inside the focus items' names, not a link
+    other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
+    versus_average: str | None = None  # compare with the average over this class of the same path
 
 
 @dataclass
@@ -178,7 +181,9 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
             body.append((_say_cond(w, c, focus_label), [f"FILTER NOT EXISTS {{ {' '.join(inner)} }}"]))
             continue
         end, triples = w.walk(c.path)
-        body.append((_say_cond(w, c, focus_label), triples + _cond_tail(w, c, end, triples, w.vars)))
+        fragment = triples + _cond_tail(w, c, end, triples, w.vars)
+        if fragment:  # an "exists" on a path another constraint already walks adds nothing
+            body.append((_say_cond(w, c, focus_label), fragment))
     cols: list[str] = []
     for path in g.answer:
         end, triples = w.walk(path)
@@ -242,6 +247,26 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
 def _cond_tail(w: _Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:
     """Put the compared value in: an IRI or exact literal replaces the end variable (which is then no
     longer shared with other paths); others are FILTERs."""
+    if c.versus_average is not None:
+        item = w.new_var()
+        inner = [w.type_triple(item, c.versus_average)]
+        cur = item
+        for step in c.path:
+            nxt = w.new_var()
+            p = w.term("property", step.pred, w.pred_label(step.pred))
+            inner.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            cur = nxt
+        avg = w.new_var()
+        return [f"{{ SELECT (AVG({cur}) AS {avg}) WHERE {{ {' '.join(inner)} }} }}", f"FILTER({end} {c.op} {avg})"]
+    if c.other is not None:
+        start, path = c.other
+        cur, out = w.value(start), []
+        for step in path:
+            nxt = w.new_var()
+            p = w.term("property", step.pred, w.pred_label(step.pred))
+            out.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            cur = nxt
+        return out + [f"FILTER({end} {c.op} {cur})"]
     if c.value is None or c.op == "exists":
         return []
     if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
@@ -267,6 +292,10 @@ def _say_path(w: _Writer, path: Path) -> str:
 def _say_cond(w: _Writer, c: Cond, focus: str) -> str:
     what = _say_path(w, c.path)
     val = (c.value.label or c.value.value) if c.value else ""
+    if c.other is not None:
+        val = f"that of {c.other[0].label or c.other[0].value}"
+    if c.versus_average is not None:
+        val = "the average"
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
            "!=": "is not", "exists": "exists"}
     neg = "no " if c.negated else ""

@@ -49,6 +49,8 @@ def singular(word: str) -> str:
     """A crude English singular, enough to match "singers" to *singer* and "countries" to *country*."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("lves"):  # wolves, elves, halves
+        return word[:-3] + "f"
     if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
         return word[:-2]
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
@@ -77,6 +79,9 @@ class Cues:
     between: tuple[float, float] | None = None
     numbers: list[tuple[float, int, int]] = field(default_factory=list)  # (value, start, end)
     quoted: list[tuple[str, int, int]] = field(default_factory=list)
+    comparatives: list[tuple[str, str, int]] = field(default_factory=list)  # (op, word, offset): "faster than"
+    same: bool = False  # "the same alignment", "any common language"
+    vs_average: list[tuple[str, int]] = field(default_factory=list)  # (op, offset): "older than (the) average"
     wh: str = ""  # who | when | where | how many | which | what
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,7 +89,7 @@ class Cues:
 
 
 def read_cues(question: str) -> Cues:
-    q = " " + " ".join(question.lower().replace("?", " ").split()) + " "
+    q = " " + " ".join(re.sub(r"[?,;:!()]", " ", question.lower()).split()) + " "
     c = Cues()
     # "is X a male or female" asks which, not whether
     c.ask = q.lstrip().startswith(YES_NO_START) and " how " not in q[:12] and " or " not in q
@@ -112,6 +117,11 @@ def read_cues(question: str) -> Cues:
     elif any(k in q for k in (" ascending", " increasing", " alphabetical", " ordered by", " sorted by",
                               " order of ", " order by ")):
         c.order = "asc"
+    # "ordered by age from the oldest to the youngest" sorts; it does not ask for the oldest one
+    if c.order and c.superlative and not c.top_k and (
+            re.search(r"from (the )?\w+ to (the )?\w+", q) or any(k in q for k in (" ordered by ", " sorted by ",
+                                                                                     " order of ", " order by "))):
+        c.superlative, c.superlative_word = None, ""
     qn = q.replace(" no less than ", " ").replace(" no more than ", " ")
     c.negation = any(n in qn for n in (" not ", " no ", " never ", " without ", "n't ", " none ", " nothing "))
     for m in _NUMBER.finditer(question):
@@ -133,6 +143,22 @@ def read_cues(question: str) -> Cues:
     m = re.search(r"\bbetween (-?\d+(?:\.\d+)?) and (-?\d+(?:\.\d+)?)", ql)
     if m:
         c.between = (float(m.group(1)), float(m.group(2)))
+    for m in re.finditer(r"\b(\w+er|more|less|fewer|superior|inferior) than\b", ql):
+        word = m.group(1)
+        op = "<" if word in ("less", "fewer", "smaller", "lower", "younger", "shorter", "lighter", "slower",
+                             "weaker", "inferior", "cheaper", "earlier") else ">"
+        c.comparatives.append((op, word, m.start()))
+    for cue, op in sorted(COMPARISONS, key=lambda co: -len(co[0])):
+        for m in re.finditer(r"\b" + re.escape(cue) + r"\s+(?:the\s+)?(?:average|mean)\b", ql):
+            if not any(abs(m.start() - p) < 3 for _, p in c.vs_average):
+                c.vs_average.append((op, m.start()))
+    for m in re.finditer(r"\b(\w+er) than (?:the )?(?:average|mean)\b", ql):
+        if not any(abs(m.start() - p) < 12 for _, p in c.vs_average):
+            c.vs_average.append(("<" if m.group(1) in ("younger", "smaller", "lower", "lighter", "shorter") else ">",
+                                 m.start()))
+    if c.vs_average:  # "above the average age" compares with an aggregate, not an average to report
+        c.aggregates = [agg for agg in c.aggregates if agg != "AVG"]
+    c.same = bool(re.search(r"\b(same|common|shared?|both have)\b", ql)) and c.ask
     for m in _QUOTED.finditer(question):
         text = next(g for g in m.groups() if g is not None)
         c.quoted.append((text, m.start(), m.end()))
@@ -188,6 +214,14 @@ def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
     return fuzz.ratio(a, b) / 100.0
 
 
+def _acronym_score(span_stems: list[str], core: list[str]) -> float:
+    """"challenge rating" names *has CR value*, "armor class" *AC*: the span's initials are a word of the name."""
+    if not 2 <= len(span_stems) <= 4 or any(w in FUNCTION_WORDS for w in span_stems):
+        return 0.0
+    initials = "".join(w[0] for w in span_stems)
+    return 0.9 if initials in core else 0.0
+
+
 def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8) -> list[Link]:
     """Classes and predicates the question names (by their labels or readable IRI names), best first."""
     grams = [(s, e, t, stems(t)) for s, e, t in ngrams(question, 4)]
@@ -201,7 +235,7 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8) -> 
             core = [w for w in name if w not in ("has", "is", "ref", "value")] or name
             best: Link | None = None
             for s, e, t, st in grams:
-                sc = max(_name_score(st, name), _name_score(st, core) * 0.97)
+                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core))
                 if sc >= min_score and (best is None or sc > best.score or
                                         (sc == best.score and e - s > best.span[1] - best.span[0])):
                     best = Link(kind, iri, sc, (s, e), t, label=label)

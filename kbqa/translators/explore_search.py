@@ -20,6 +20,10 @@ from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, overlaps
 
 MAX_JOINS = 2
 MAX_FOCUS = 3
+# Classes of the modelling vocabulary itself (every individual of an OWL file is an owl:NamedIndividual):
+# never what a question is about.
+META_NAMESPACES = ("http://www.w3.org/2002/07/owl#", "http://www.w3.org/2000/01/rdf-schema#",
+                   "http://www.w3.org/1999/02/22-rdf-syntax-ns#")
 
 
 @dataclass
@@ -103,7 +107,7 @@ class Search:
     def candidates(self, a: Anchors) -> Iterator[Graph]:
         self.deadline = time.perf_counter() + self.budget_s
         n = 0
-        for gen in (self._class_graphs(a), self._entity_graphs(a)):
+        for gen in (self._compare_graphs(a), self._class_graphs(a), self._entity_graphs(a)):
             for g in gen:
                 yield g
                 n += 1
@@ -122,6 +126,14 @@ class Search:
                 s = 0.5 * lk.score
                 if d in self.schema.classes and s > out.get(d, (0.0, None))[0]:
                     out[d] = (s, None)
+        for lk in a.entities[:3]:  # "creatures speaking draconic": the classes of what points at the entity
+            q = (f"SELECT ?c (COUNT(?x) AS ?n) WHERE {{ ?x ?p <{lk.iri}> . ?x <{self.schema.type_predicate}> ?c }} "
+                 f"GROUP BY ?c ORDER BY DESC(?n) LIMIT 4")
+            for row in self._rows(q):
+                c = row[0]["value"] if row[0] else None
+                if c and c in self.schema.classes and 0.5 > out.get(c, (0.0, None))[0]:
+                    out[c] = (0.5, None)
+        out = {c: v for c, v in out.items() if not c.startswith(META_NAMESPACES)}
         ranked = sorted(out.items(), key=lambda kv: -kv[1][0])
         return [(c, s, lk) for c, (s, lk) in ranked[:MAX_FOCUS]]
 
@@ -136,6 +148,7 @@ class Search:
                               form=shape.form, aggs=shape.aggs, group=shape.group, order=shape.order,
                               limit=shape.limit, distinct=shape.distinct, having=shape.having)
                     g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(g.conds),
+                                  "name_filter": float(sum(c.name_filter for c in g.conds)),
                                   "joins": sum(max(len(c.path) - 1, 0) for c in g.conds),
                                   "coverage": _coverage(a, spans + shape.spans), **shape.features}
                     yield g
@@ -168,6 +181,8 @@ class Search:
                     per_span.append(readings)
                     taken.append(lk.span)
         per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
+        for reading in self._name_words(a, focus, taken):
+            per_span.append([reading, (None, reading[1])])
         if not per_span:
             yield [], [], 0.0
             return
@@ -185,6 +200,32 @@ class Search:
                            for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
 
+    def _name_words(self, a: Anchors, focus: str, taken: list[tuple[int, int]]
+                    ) -> list[tuple[Cond, tuple[int, int]]]:
+        """"zombies with chaotic alignment", where the KG has no class *zombie* but its items are named so: a
+        word nothing else links, contained in the names of some (not all) items of the focus class."""
+        import re
+
+        from kbqa.translators.explore_link import singular
+
+        linked = taken + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
+        total = self.schema.classes.get(focus, {}).get("count", 0)
+        out: list[tuple[Cond, tuple[int, int]]] = []
+        for m in re.finditer(r"[A-Za-z]{4,}", a.question):
+            word = m.group(0).lower()
+            if word in FUNCTION_WORDS or any(overlaps((m.start(), m.end()), sp) for sp in linked) or len(out) >= 2:
+                continue
+            for form in dict.fromkeys((singular(word), word)):
+                q = (f"SELECT (COUNT(?x) AS ?n) WHERE {{ ?x <{self.schema.type_predicate}> <{focus}> "
+                     f"FILTER(CONTAINS(LCASE(STR(?x)), \"{form}\")) }}")
+                rows = self._rows(q)
+                n = int(rows[0][0]["value"]) if rows and rows[0] and rows[0][0] else 0
+                if 0 < n and (not total or n <= 0.5 * total):
+                    out.append((Cond((), "contains", Term("literal", form, label=form), text=word, score=0.5,
+                                     name_filter=True), (m.start(), m.end())))
+                    break
+        return out
+
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
         q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
              f"BIND(1 AS ?d) }} UNION {{ ?x <{self.schema.type_predicate}> <{focus}> . <{entity}> ?p ?x "
@@ -199,7 +240,7 @@ class Search:
             if any(overlaps(lk.span, s) for s in spans):
                 continue
             info = self.schema.predicates.get(lk.iri)
-            if info is None or not info.literal:
+            if info is None or not (info.literal or self._categorical(lk.iri)):
                 continue
             paths = self.paths.to_predicate(focus, lk.iri)
             if paths:
@@ -212,11 +253,56 @@ class Search:
                 best[lk.span] = (path, lk)
         return sorted(best.values(), key=lambda pl: pl[1].span[0])
 
+    def _categorical(self, pred: str) -> bool:
+        """An IRI-valued predicate whose objects are a few shared values (an alignment, a language), not rows
+        of another table: on average each object is used at least three times."""
+        info = self.schema.predicates[pred]
+        objects = sum(self.schema.classes.get(c, {}).get("count", 0) for c in info.ranges) or info.iris
+        return info.iris >= 3 * max(objects, 1)
+
     def _shapes(self, a: Anchors, focus: str, attrs: list[tuple[Path, Link]], spans: list[tuple[int, int]]
                 ) -> Iterator[_Shape]:
         from kbqa.translators.explore_shapes import shapes
 
         yield from shapes(self, a, focus, attrs, spans)
+
+    def _compare_graphs(self, a: Anchors) -> Iterator[Graph]:
+        """Two items compared on one predicate: "is X faster than Y" (ASK X.p > Y.p), "do X and Y have the
+        same alignment" / "any common language" (ASK X.p = Y.p)."""
+        from kbqa.translators.explore_shapes import IMPLIED
+
+        cues = a.cues
+        if not (cues.comparatives or cues.same):
+            return
+        ents: list[Link] = []
+        for lk in a.entities:
+            if not any(overlaps(lk.span, e.span) for e in ents):
+                ents.append(lk)
+        if len(ents) < 2:
+            return
+        e1, e2 = sorted(ents[:2], key=lambda lk: lk.span[0])
+        q = (f"SELECT DISTINCT ?p WHERE {{ <{e1.iri}> ?p ?a . <{e2.iri}> ?p ?b }} LIMIT 200")
+        shared = [r[0]["value"] for r in self._rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
+        linked = {lk.iri: lk.score for lk in a.predicates}
+        for op, word in ([(o, w) for o, w, _ in cues.comparatives] or [("=", "same")]):
+            noun = next((n for stem, n in IMPLIED.items() if word.startswith(stem)), None)
+            for p in shared:
+                info = self.schema.predicates[p]
+                if op != "=" and not info.numeric:
+                    continue
+                implied = bool(noun and noun in info.label.split())
+                if p not in linked and not implied:
+                    continue
+                e1t = Term("iri", e1.iri, label=e1.label or e1.text)
+                e2t = Term("iri", e2.iri, label=e2.label or e2.text)
+                conds = [Cond((Step(p, False),), "=", e1t, text=e1.text, score=e1.score),
+                         Cond((), op, None, text=f"{word} than {e2.text}", score=e2.score,
+                              other=(e2t, (Step(p, True),)))]
+                g = Graph("compare", conds=conds, form="ask")
+                spans = [e1.span, e2.span] + [lk.span for lk in a.predicates if lk.iri == p]
+                g.features = {"cond_score": (e1.score + e2.score) / 2, "n_conds": 2, "cue_ok": 2.0,
+                              "rel_lex": linked.get(p, 0.6 if implied else 0.0), "coverage": _coverage(a, spans)}
+                yield g
 
     def _entity_graphs(self, a: Anchors) -> Iterator[Graph]:
         """One hop from an entity, in either direction, to the answer (optionally typed by a linked class)."""

@@ -54,6 +54,14 @@ def _number_term(s: Search, path: Path, value: float) -> Term:
 def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
     """Readings of "more than 20", "before 1980", "between 3 and 7": (conditions, attributes they use, score)."""
     cues = a.cues
+    if cues.vs_average:
+        out = []
+        numeric = [x for x in attrs if _numeric(s, x[0])]
+        for op, pos in cues.vs_average:
+            for x in (_near(numeric, pos) or [])[:2]:
+                out.append(([Cond(x[0], op, None, text=f"{op} average", versus_average=focus)], [x], 1.0))
+        if out:
+            return out
     if not cues.comparisons and not cues.between:
         return [([], [], 0.0)]
     numeric_attrs = [x for x in attrs if _numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
