@@ -268,7 +268,17 @@ def open_schema(store_dir: str | Path, store: Any, profile: KBProfile, memory: A
     """The store's schema memory, built and saved on first use when `kbqa index` has not made one."""
     schema = SchemaMemory.load(store_dir)
     if schema is None or schema.meta.get("profile") != profile.name:
-        schema = build_schema(store, profile, memory)
+        own = None
+        if memory is None and StoreLayout.of(store_dir).labels.is_file():
+            from kb_dumps.label_memory import LabelMemory
+
+            # labels must be the label memory's: grounding checks a confirmed URI against them
+            memory = own = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+        try:
+            schema = build_schema(store, profile, memory)
+        finally:
+            if own is not None:
+                own.close()
         try:
             schema.save(store_dir)
         except OSError as e:  # a read-only store directory: keep it in memory

@@ -1,0 +1,299 @@
+"""The `explore` translator: schema + value memory, linking, each candidate family on small real stores, the
+time budget, the "no candidate" failure, `kbqa ask --backend explore`, and the JSON ranker round trip."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.answer_metrics import score_question
+from eval.loaders import load_benchmark
+from grounding.schema import SchemaMemory, build_schema, open_schema, readable_name, schema_path
+from kb_dumps.errors import KBQAError
+from kb_dumps.ingest import ingest
+from kb_dumps.store import open_store
+from kbqa.frontends.desq import parse_desq
+from kbqa.pipeline import Engine
+from kbqa.training.ranker import Candidate, Question, evaluate, fit
+from kbqa.translators import translator_names
+from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore_link import read_cues
+from kbqa.translators.explore_rank import FEATURES, Ranker
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
+CONCERT = ROOT / "eval" / "benchmarks" / "spider4sparql" / "kgs" / "concert_singer.ttl.gz"
+EX = "http://example.org/zoo/"
+logging.getLogger("rdflib").setLevel(logging.ERROR)  # Spider gold queries use `\#` IRIs
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("explore") / "zoo"
+    ingest([ZOO], store, profile="generic", progress=False)
+    return store
+
+
+@pytest.fixture(scope="module")
+def concert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("explore") / "concert_singer"
+    ingest([CONCERT], store, profile="generic", progress=False)
+    return store
+
+
+@pytest.fixture(scope="module")
+def zoo_engine(zoo: Path):
+    with Engine(store=zoo) as engine:
+        engine.translator = ExploreTranslator(zoo, store=engine.store)
+        yield engine
+
+
+def _values(result) -> list[list[str]]:
+    assert result.ok, [e.message for e in result.errors]
+    return sorted([c.value for c in row if c is not None] for row in result.answers.rows)
+
+
+# ---- schema and value memory ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("iri", "name"), [
+    ("http://valuenet/ontop/singer#song_release_year", "singer song release year"),
+    ("http://www.semanticweb.org/annab/ontologies/2022/3/ontology#hasAlignment", "has alignment"),
+    ("http://valuenet/ontop/concert#ref-stadium_id", "concert ref stadium id"),
+    ("http://example.org/zoo/bornYear", "born year"),
+])
+def test_readable_names_from_iris(iri: str, name: str) -> None:
+    assert readable_name(iri) == name
+
+
+def test_schema_memory_of_a_store(zoo: Path) -> None:
+    with open_store(zoo) as store:
+        from kb_dumps.label_memory import LabelMemory
+        from kb_dumps.layout import StoreLayout
+        from kb_dumps.profiles import get_profile
+
+        memory = LabelMemory(StoreLayout.of(zoo).labels, readonly=True)
+        schema = build_schema(store, get_profile("generic"), memory)
+        memory.close()
+    assert schema.classes[EX + "Animal"] == {"count": 5, "label": "animal"}
+    weight = schema.predicates[EX + "weight"]
+    assert weight.numeric and weight.literal and weight.domains == {EX + "Animal": 5}
+    kept = schema.predicates[EX + "keptBy"]
+    assert not kept.literal and kept.ranges == {EX + "Keeper": 5} and kept.label == "kept by"
+    # the value index: quotable literals with the predicates they occur with
+    assert [(h.predicate, h.count) for h in schema.value_hits("lion")] == [(EX + "species", 2)]
+    assert {h.predicate for h in schema.value_hits("2015")} == {EX + "bornYear"}
+    # labels are not values: the label memory links them
+    assert schema.value_hits("leo") == []
+    # plain JSON round trip
+    again = SchemaMemory.from_dict(json.loads(json.dumps(schema.to_dict())))
+    assert again.predicates[EX + "weight"].to_dict() == weight.to_dict() and again.values == schema.values
+
+
+def test_open_schema_builds_once_and_saves(zoo: Path) -> None:
+    from kb_dumps.profiles import get_profile
+
+    path = schema_path(zoo)
+    path.unlink(missing_ok=True)
+    with open_store(zoo) as store:
+        first = open_schema(zoo, store, get_profile("generic"))
+    assert path.is_file()
+    again = SchemaMemory.load(zoo)
+    assert again.meta == first.meta and set(again.classes) == {EX + "Animal", EX + "Keeper", EX + "Enclosure",
+                                                              "http://www.w3.org/2000/01/rdf-schema#Class"}
+
+
+def test_a_foreign_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="kbqa index"):
+        SchemaMemory.from_dict({"format": 99})
+
+
+# ---- cue words and linking --------------------------------------------------------------------
+
+
+def test_cues() -> None:
+    q = "How many cars have no less than 3000 and no more than 4000 weight?"
+    c = read_cues(q)
+    assert c.count and not c.negation
+    assert c.comparisons == [(">=", 3000.0, q.index("no less")), ("<=", 4000.0, q.index("no more"))]
+    c = read_cues("Show name, country, age for all singers ordered by age from the oldest to the youngest.")
+    assert c.order == "desc" and c.superlative is None
+    c = read_cues("What is the average, minimum, and maximum age of all singers from France?")
+    assert c.aggregates == ["AVG", "MIN", "MAX"]
+    assert read_cues("Is Syne Mitchell a male or female?").ask is False
+    q = "List all song names by singers above the average age."
+    c = read_cues(q)
+    assert c.vs_average == [(">", q.index("above"))] and c.aggregates == []
+
+
+def test_value_linking_quoted_year_and_number(zoo: Path) -> None:
+    tr = ExploreTranslator(zoo)
+    try:
+        a = tr.anchors("How many animals have the species 'lion'?")
+        assert [(v.iri, v.value) for v in a.values][:1] == [(EX + "species", "lion")]
+        a = tr.anchors("Which animals were born in 2015?")
+        assert [(v.iri, v.value) for v in a.values] == [(EX + "bornYear", "2015")]
+        # a number a comparison reads is not a value to match
+        q = "Which animals have a weight more than 190?"
+        a = tr.anchors(q)
+        assert a.values == [] and a.cues.comparisons == [(">", 190.0, q.index("more"))]
+        assert [p.iri for p in a.predicates] == [EX + "weight"] and [c.iri for c in a.classes] == [EX + "Animal"]
+    finally:
+        tr.close()
+
+
+# ---- one question per family on the zoo --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Who keeps Leo?", [[EX + "anna"]]),  # one hop from an entity
+    ("Where does Pip live?", [[EX + "icehouse"]]),
+    ("How many animals have the species 'lion'?", [["2"]]),  # class + quoted value + COUNT
+    ("Which animals were born in 2015?", [[EX + "leo"], [EX + "zara"]]),  # year value
+    ("Which animals have a weight more than 100?", [[EX + "leo"], [EX + "nala"], [EX + "zara"]]),  # comparison
+    ("Which animal has the highest weight?", [[EX + "zara"]]),  # ORDER BY … LIMIT 1
+    ("What is the average weight of the penguins?", [["4.5"]]),  # value + AVG
+    ("How many animals does each keeper keep?", [[EX + "anna", "2"], [EX + "omar", "3"]]),  # GROUP BY + COUNT
+    ("Which keepers do not keep any animal?", [[EX + "lena"]]),  # FILTER NOT EXISTS
+])
+def test_families_on_the_zoo(zoo_engine: Engine, question: str, expected: list[list[str]]) -> None:
+    result = zoo_engine.ask(question)
+    assert _values(result) == sorted(expected)
+    assert result.translation["backend"] == "explore"
+
+
+def test_two_items_compared(zoo_engine: Engine) -> None:
+    yes = zoo_engine.ask("Is Zara heavier than Leo?")
+    no = zoo_engine.ask("Is Leo heavier than Zara?")
+    assert yes.answers.kind == "ask" and yes.answers.boolean is True and no.answers.boolean is False
+
+
+def test_output_is_desq_with_confirmed_uris(zoo: Path) -> None:
+    tr = ExploreTranslator(zoo)
+    try:
+        out = tr.translate("Which animals have a weight more than 100?")
+    finally:
+        tr.close()
+    parsed = parse_desq(out.text)
+    assert parsed.ok, parsed.errors
+    assert {g.uri for g in parsed.grounding} == {f"<{EX}Animal>", f"<{EX}weight>"} or \
+        {g.uri.strip("<>") for g in parsed.grounding} == {EX + "Animal", EX + "weight"}
+    cands = out.details["candidates"]
+    assert cands and cands[0]["score"] >= cands[-1]["score"] and "weight" in cands[0]["verbalised"]
+    assert set(cands[0]["features"]) <= set(FEATURES)
+
+
+def test_no_candidate_is_a_translate_failure_naming_what_was_linked(zoo_engine: Engine) -> None:
+    result = zoo_engine.ask("What is the capital of Mars?")
+    assert result.failed_stage == "translate" and not result.ok
+    assert "no query graph" in result.errors[0].message and "linked:" in result.errors[0].message
+
+
+def test_translate_error_from_the_translator(zoo: Path) -> None:
+    tr = ExploreTranslator(zoo)
+    try:
+        with pytest.raises(KBQAError, match="linked"):
+            tr.translate("What is the capital of Mars?")
+    finally:
+        tr.close()
+
+
+def test_registered() -> None:
+    assert "explore" in translator_names()
+
+
+# ---- Spider4SPARQL concert_singer: gold answers from the bundled file ---------------------------
+
+
+@pytest.mark.parametrize("qid", [
+    "concert_singer-0",   # count
+    "concert_singer-8",   # comparison, DISTINCT attribute
+    "concert_singer-10",  # group-by count
+    "concert_singer-18",  # superlative with projected attributes
+    "concert_singer-20",  # "in 2014 or 2015": one IN constraint
+    "concert_singer-27",  # group-by superlative ("the year that had the most concerts")
+    "concert_singer-28",  # negation ("without any concert")
+    "concert_singer-40",  # a quoted word inside a value: CONTAINS
+])
+def test_families_on_spider4sparql(concert: Path, qid: str) -> None:
+    rec = next(r for r in load_benchmark("spider4sparql-concert_singer", check_syntax=False) if r.id == qid)
+    with Engine(store=concert) as engine:
+        engine.translator = ExploreTranslator(concert, store=engine.store)
+        result = engine.ask(rec.question)
+    assert result.ok, [e.message for e in result.errors]
+    assert score_question(rec.gold_result(), result.answers.to_result_dict()).qald.f1 == 1.0
+
+
+def test_kbqa_ask_with_explore(concert: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "kbqa.cli", "ask", "How many singers are from France?", "--store", str(concert),
+           "--backend", "explore", "--explain"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "== candidates (best first)" in out.stdout and "1. score" in out.stdout
+    assert "SELECT (COUNT(" in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[lines.index("(1 rows)") - 1].strip() == "4"
+
+
+# ---- time budget -------------------------------------------------------------------------------
+
+
+def test_search_stops_at_the_budget_with_the_best_so_far(tmp_path: Path) -> None:
+    """80 predicates all named "score …": "the highest score" reads 80 ways and each has many shapes."""
+    lines = ["@prefix ex: <http://example.org/big/> .", "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> ."]
+    lines += [f"ex:score{k} rdfs:label \"score {k}\" ." for k in range(80)]
+    for i in range(30):
+        lines.append(f"ex:item{i} a ex:Item ; rdfs:label \"item {i}\" ; " +
+                     " ; ".join(f"ex:score{k} {(i * 7 + k) % 23}" for k in range(80)) + " .")
+    ttl = tmp_path / "big.ttl"
+    ttl.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "big"
+    ingest([ttl], store, profile="generic", progress=False)
+    tr = ExploreTranslator(store, budget_s=0.3, cap=100_000)
+    try:
+        _a, ranked, info = tr.search("Which item has the highest score and the lowest score and the average score?")
+    finally:
+        tr.close()
+    assert info["truncated"] is True
+    assert ranked and ranked[0].rows  # the best found so far, with answers
+    assert info["executed"] < info["candidates_built"]
+
+
+# ---- ranker weights: plain JSON ----------------------------------------------------------------
+
+
+def test_ranker_json_round_trip(tmp_path: Path) -> None:
+    shipped = Ranker.load()
+    assert set(shipped.weights) <= set(FEATURES)
+    path = tmp_path / "w.json"
+    shipped.save(path)
+    again = Ranker.load(path)
+    assert again.weights == shipped.weights and again.bias == shipped.bias
+    data = json.loads(path.read_text())
+    data["weights"]["no_such_feature"] = 1.0
+    with pytest.raises(ValueError, match="unknown ranker features"):
+        Ranker.from_dict(data)
+    with pytest.raises(ValueError, match="not explore ranker weights"):
+        Ranker.from_dict({"format": "pickle", "weights": {}})
+
+
+def test_listwise_fit_prefers_what_the_data_prefers() -> None:
+    """Two candidates per question; the right one always has the higher `lex_r`: fitting raises its weight."""
+    qs = []
+    for i in range(20):
+        good = Candidate({"coverage": 0.5, "lex_r": 0.9, "size": 2}, 1.0)
+        bad = Candidate({"coverage": 0.5 + 0.01 * (i % 3), "lex_r": 0.1, "size": 2}, 0.0)
+        qs.append(Question(f"q{i}", "kg", "?", [bad, good]))
+    prior = Ranker({k: 0.0 for k in FEATURES}, 0.0)
+    prior.weights["coverage"] = 5.0  # a prior that prefers the wrong candidates
+    assert evaluate(prior, qs)["f1"] < 1.0
+    fitted = fit(qs, prior=prior, l2=0.1, steps=300)
+    assert fitted.weights["lex_r"] > 0 and evaluate(fitted, qs)["f1"] == 1.0
+    assert Ranker.from_dict(json.loads(json.dumps(fitted.to_dict()))).weights == fitted.weights
