@@ -5,6 +5,7 @@
     DIR/data-000002/labels.sqlite   the label memory
     DIR/data-000002/manifest.json   profile, sources (content hashes), counts
     DIR/data-000002/index/          grounding indexes (vector + lexical), built by `kbqa index`
+    DIR/data-000002/schema/         schema + value memory (grounding/schema.py), built by `kbqa index` or on first use
     DIR/.lock                       held by the one process that writes
 
 A *remote* store directory (`kbqa ingest --endpoint URL --store DIR`) has the same layout without

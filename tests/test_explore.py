@@ -297,3 +297,15 @@ def test_listwise_fit_prefers_what_the_data_prefers() -> None:
     fitted = fit(qs, prior=prior, l2=0.1, steps=300)
     assert fitted.weights["lex_r"] > 0 and evaluate(fitted, qs)["f1"] == 1.0
     assert Ranker.from_dict(json.loads(json.dumps(fitted.to_dict()))).weights == fitted.weights
+
+
+def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
+    store = tmp_path / "zoo"
+    ingest([ZOO], store, profile="generic", progress=False)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-m", "kbqa.cli", "index", "--store", str(store), "--format", "json"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    meta = json.loads(out.stdout)["schema"]
+    assert meta["classes"] == 4 and meta["predicates"] == 7 and meta["profile"] == "generic"
+    assert SchemaMemory.load(store).predicates[EX + "bornYear"].label == "birth year"

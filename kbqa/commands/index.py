@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from kb_dumps.errors import EXIT_OK
 from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store
@@ -46,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     store = resolve_store(args.store)
     stats = build_index(store, model=args.model or settings.embedding_model, rebuild=args.rebuild,
                         batch_size=args.batch_size, shard_rows=args.shard_rows)
+    schema = _build_schema(store)
     if args.format == "json":
-        print_json(stats.to_dict())
+        print_json({**stats.to_dict(), "schema": schema})
     elif stats.embedded_rows == 0 and not stats.rebuilt:
         print(f"index of {store} is up to date (generation {stats.generation}, {stats.rows} rows, "
               f"{stats.vectors} vectors)")
@@ -55,4 +57,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"indexed {stats.embedded_rows} rows ({stats.embedded_texts} texts) of {store} in {stats.seconds:.1f} s "
               f"({stats.rows_per_s:.0f} rows/s); {stats.vectors} vectors, {stats.names} names; "
               f"generation {stats.generation}; peak memory {stats.peak_rss_mb:.0f} MB")
+    if args.format != "json":
+        print(f"schema memory: {schema['classes']} classes, {schema['predicates']} predicates, {schema['values']} "
+              f"values in {schema['seconds']:.1f} s (the explore translator's)")
     return EXIT_OK
+
+
+def _build_schema(store: Path) -> dict:
+    """The schema and value memory of the store (`grounding/schema.py`), rebuilt with the index."""
+    from grounding.schema import build_schema
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.layout import StoreLayout
+    from kb_dumps.profiles import get_profile
+    from kb_dumps.store import open_store
+
+    layout = StoreLayout.of(store)
+    memory = LabelMemory(layout.labels, readonly=True)
+    try:
+        with open_store(store) as kb:
+            schema = build_schema(kb, get_profile(layout.profile_name), memory)
+    finally:
+        memory.close()
+    schema.save(store)
+    return schema.meta
