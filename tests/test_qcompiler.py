@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.plan import Query, SubQuery, Union
+from assembler.plan import Placeholder, Query, SubQuery, Triple, Union, Var
 from assembler.writer import write_sparql
+from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.qcompiler import bind_join, parse_qcompiler
 from kbqa.frontends.qcompiler_parse import AtomicQuery, DependentQuery, parse_expression, render
 from kbqa.pipeline import Engine
@@ -126,9 +127,12 @@ def test_non_text_input_is_an_error() -> None:
 
 
 def test_bind_join_replaces_the_mention_placeholder_only() -> None:
-    text = bind_join(LEAVES["Which films did {director} direct?"], "director")
-    assert "?var1 [director] ?director ." in text
-    assert "{director}" not in text.split("GROUNDING")[1]
+    parsed = parse_desq(LEAVES["Which films did {director} direct?"], rewrite=bind_join("director"))
+    assert parsed.ok, parsed.errors
+    [triple] = parsed.plan.find_all(Triple)
+    assert triple.s == Var("var1", ac="AC2") and isinstance(triple.p, Placeholder) and triple.p.name == "director"
+    assert triple.o.name == "director" and isinstance(triple.o, Var)
+    assert "{director}" not in [g.label for g in parsed.grounding]
 
 
 def test_one_translation_per_distinct_leaf_run_concurrently() -> None:

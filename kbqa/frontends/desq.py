@@ -102,8 +102,13 @@ class _Collector:
         return self.errors
 
 
-def parse_desq(text: str) -> ParseResult:
-    """Parse DeSQ text (or its JSON form, detected by a leading `{`) into a Plan. Never raises."""
+# A rewrite of the built Plan and its grounding lines before validation (QCompiler binds `{x}` mentions).
+Rewrite = Callable[[Query, list["GroundingLine"]], tuple[Query, list["GroundingLine"]]]
+
+
+def parse_desq(text: str, *, rewrite: Rewrite | None = None) -> ParseResult:
+    """Parse DeSQ text (or its JSON form, detected by a leading `{`) into a Plan; `rewrite` changes the built
+    Plan and grounding lines before they are validated. Never raises."""
     errs = _Collector()
     try:
         if not isinstance(text, str):
@@ -118,6 +123,8 @@ def parse_desq(text: str) -> ParseResult:
         if fmt != FORMAT:
             return ParseResult(None, errs.finish(), format=fmt)
         plan = _build(constraints, grounding, errs) if constraints else None
+        if rewrite is not None and plan is not None:
+            plan, grounding = rewrite(plan, grounding)
         if constraints and plan is not None:
             validate(plan, constraints, grounding, errs.add)
         result_errors = errs.finish()

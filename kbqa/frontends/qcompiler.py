@@ -19,17 +19,15 @@ other. Variables and placeholders of each leaf are prefixed with its id (`l2_`),
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assembler.plan import Bind, Group, Literal, Query, Union, Var, walk
+from assembler.plan import Bind, Group, Literal, Node, Placeholder, Query, Union, Var, substitute, walk
 from kb_dumps.errors import ErrorInfo, KBQAError, Stage, internal_error
 from kbqa.config import RequestCaps
-from kbqa.frontends.desq import parse_desq
+from kbqa.frontends.desq import GroundingLine, Rewrite, parse_desq
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,
     DependentQuery,
@@ -128,65 +126,29 @@ def leaf_repairer(translator: Any) -> LeafRepair:
 
 # ---- {x} -> ?x in a leaf's DeSQ ---------------------------------------------------------------
 
-_GROUND_LINE_RE = re.compile(r"^[\s*\-]*\[([^\]]*)\]\s*([A-Za-z]*)\s*\|?\s*([^|]*)")
-_HEADER_RE = re.compile(r"^[\s#*_>-]*(atomic[\s_]+constraints?|constraints|fragments?|grounding)[\s*_]*:?[\s*_]*$",
-                        re.I)
+def _stands_for(ph: Placeholder, x: str) -> bool:
+    """A placeholder is the mention `{x}` when labelled `{x}`, or named `x` and not a property (a role-less
+    one: `ps:[x]` is a statement property)."""
+    label = ph.label.strip().strip("'\"")
+    return label.lower() == "{" + x.lower() + "}" or (ph.name.lower() == x.lower() and ph.kind != "property"
+                                                       and not ph.role)
 
 
-def _is_join(name: str, kind: str, label: str, x: str) -> bool:
-    """A grounding line stands for `{x}` when labelled `{x}`, or named `x` and not a property."""
-    label = label.strip().strip("'\"")
-    return label.lower() == "{" + x.lower() + "}" or (name.lower() == x.lower() and kind.lower() != "property")
+def bind_join(*names: str) -> Rewrite:
+    """The rewrite (for `parse_desq`) that makes each placeholder standing for `{x}` (x in `names`) the
+    variable `?x`, and drops its grounding line: the leaf then joins on `?x`."""
 
+    def rewrite(plan: Query, grounding: list[GroundingLine]) -> tuple[Query, list[GroundingLine]]:
+        bound = {g.name: x for g in grounding for x in names  # a line no fragment uses is dropped too
+                 if _stands_for(Placeholder(g.name, g.kind, label=g.label), x)}
+        bound |= {ph.name: x for ph in plan.find_all(Placeholder) for x in names if _stands_for(ph, x)}
 
-def _sub_placeholders(fragment: str, names: set[str], x: str) -> str:
-    for n in names:
-        fragment = re.sub(r"(?<![\w:\]])\[" + re.escape(n) + r"\](?!\w)", "?" + x, fragment)
-    return fragment
+        def swap(n: Node) -> Node | None:
+            return Var(bound[n.name], ac=n.ac) if isinstance(n, Placeholder) and n.name in bound else None
 
+        return substitute(plan, swap), [g for g in grounding if g.name not in bound]
 
-def bind_join(desq: str, x: str) -> str:
-    """The DeSQ text with the placeholder standing for `{x}` (named `x` or labelled `{x}`) written as the
-    variable `?x` and its grounding line dropped. Text and JSON forms; anything unreadable is returned as is
-    (parse_desq reports it)."""
-    if desq.lstrip().startswith("{") or desq.lstrip().startswith("```json"):
-        body = "\n".join(ln for ln in desq.splitlines() if not ln.strip().startswith("```"))
-        try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, RecursionError):
-            return desq
-        if not isinstance(data, dict) or not isinstance(data.get("grounding"), list):
-            return desq
-        lines = [g for g in data["grounding"] if isinstance(g, dict)]
-        names = {str(g.get("name", "")).strip("[]") for g in lines if _is_join(
-            str(g.get("name", "")).strip("[]"), str(g.get("kind") or ""), str(g.get("label") or ""), x)}
-        if not any(str(g.get("name", "")).strip("[]") == x for g in lines):
-            names.add(x)  # `[x]` used with no grounding line of its own
-        data["grounding"] = [g for g in data["grounding"]
-                             if not (isinstance(g, dict) and str(g.get("name", "")).strip("[]") in names)]
-        for c in data.get("constraints") or []:
-            if isinstance(c, dict) and isinstance(c.get("fragment"), str):
-                c["fragment"] = _sub_placeholders(c["fragment"], names, x)
-        return json.dumps(data, ensure_ascii=False)
-    names, keep, section, grounded = set(), [], None, set()
-    for line in desq.splitlines():
-        hm = _HEADER_RE.match(line)
-        if hm:
-            section = hm.group(1).lower()
-        elif section == "grounding" and (gm := _GROUND_LINE_RE.match(line)):
-            grounded.add(gm.group(1).strip())
-            if _is_join(gm.group(1).strip(), gm.group(2), gm.group(3), x):
-                names.add(gm.group(1).strip())
-                continue
-        keep.append(line)
-    if x not in grounded:
-        names.add(x)  # `[x]` used with no grounding line of its own
-    out, section = [], None
-    for line in keep:  # fragments (and AC sentences) only: a grounding line's own `[name]` stays
-        if hm := _HEADER_RE.match(line):
-            section = hm.group(1).lower()
-        out.append(line if section == "grounding" else _sub_placeholders(line, names, x))
-    return "\n".join(out)
+    return rewrite
 
 
 # ---- translating the leaves -----------------------------------------------------------------
@@ -208,10 +170,7 @@ class LeafTranslation:
 
 def _check_leaf(leaf: AtomicQuery, desq: str) -> tuple[Query | None, str | None, list[ErrorInfo]]:
     names = leaf.placeholders
-    text = desq
-    for name in names:
-        text = bind_join(text, name)
-    parsed = parse_desq(text)
+    parsed = parse_desq(desq, rewrite=bind_join(*names))
     errors = [ErrorInfo(e.stage, f"leaf {leaf.id} {leaf.text!r}: its DeSQ: {e.message}", line=e.line,
                         column=e.column, ac=f"{leaf.id}.{e.ac}" if e.ac else leaf.id) for e in parsed.errors]
     q = parsed.plan
