@@ -309,3 +309,14 @@ def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
     meta = json.loads(out.stdout)["schema"]
     assert meta["classes"] == 4 and meta["predicates"] == 7 and meta["profile"] == "generic"
     assert SchemaMemory.load(store).predicates[EX + "bornYear"].label == "birth year"
+
+
+def test_placeholder_names_are_ascii_for_any_label() -> None:
+    from kbqa.translators.explore_graphs import Cond, Graph, Step, Term, write
+
+    schema = SchemaMemory({}, {}, {}, {"type_predicate": "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"})
+    g = Graph("hop", conds=[Cond((Step("http://x/p", False),), "=", Term("iri", "http://x/e", label="Saša Vujačić"))])
+    text = write(g, schema, desq=True)
+    assert "[sasa_vujacic]" in text and parse_desq(text).ok
+    g = Graph("hop", conds=[Cond((Step("http://x/p", False),), "=", Term("iri", "http://x/e2", label="東京"))])
+    assert parse_desq(write(g, schema, desq=True)).ok

@@ -55,6 +55,21 @@ def _as_json_result(res: Any) -> dict[str, Any]:
                                      for row in res.rows]}}
 
 
+def _gold(rec: Any, store: Any, kb: str) -> Any:
+    """The gold answers: the gold query run on the same store (a file may name one answer of many, as
+    SimpleQuestions does), else the answers the file gives."""
+    if rec.sparql:
+        try:
+            from eval.loaders_sparql import prepare_gold_sparql
+
+            gold = prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql
+            return _as_json_result(store.query(gold, row_cap=10_000))
+        except Exception:  # noqa: BLE001 - the store cannot run it (Blazegraph-only, refused): the file's answers
+            pass
+    return {"boolean": rec.boolean} if rec.boolean is not None else \
+        {"vars": rec.answer_vars, "rows": rec.answers or [], "kind": "select"}
+
+
 def collect(translator: Any, records: list[Any], kg: str, progress: bool = True) -> list[Question]:
     """Run the explore search on each record and label every checked candidate by its answer F1."""
     from eval.answer_metrics import score_question
@@ -71,8 +86,7 @@ def collect(translator: Any, records: list[Any], kg: str, progress: bool = True)
         if not rec.usable:
             continue
         text = rec.questions.get("en") or next(iter(rec.questions.values()), "")
-        gold = {"boolean": rec.boolean} if rec.boolean is not None else \
-            {"vars": rec.answer_vars, "rows": rec.answers or [], "kind": "select"}
+        gold = _gold(rec, translator.store, translator.profile.name)
         q = Question(rec.id, kg, text)
         _a, ranked, info = translator.search(text)
         q.seconds = float(info.get("seconds", 0.0))

@@ -55,12 +55,22 @@ class ExploreTranslator(Translator):
         self.store = store
         self.schema = schema or open_schema(self.store_dir, store, self.profile, self.memory)
         self.paths = SchemaPaths(self.schema)
-        self.ranker = ranker or Ranker.load()
+        store_weights = layout.current / "ranker.json"  # written by `kbqa train --ranker` for this store
+        self.ranker = ranker or (Ranker.load(store_weights) if store_weights.is_file() else Ranker.load())
         self.budget_s, self.cap = budget_s, cap
         self._detector: Any = None
         self._embedder: Any = None
         self._pred_vecs: dict[str, Any] = {}
         self._bank: Any = bank  # the case bank the `case_vote` feature reads (None: the store's own, if any)
+        self._exclude_ids: set[str] = set()
+        self._exclude_questions: set[str] = set()
+
+    def exclude(self, ids: set[str], questions: set[str]) -> None:
+        """Benchmark questions `kbqa eval` scores never vote through the case bank."""
+        from kbqa.translators.casebank import question_key
+
+        self._exclude_ids |= ids
+        self._exclude_questions |= {question_key(q) for q in questions}
 
     def close(self) -> None:
         if self._own_memory:
@@ -124,8 +134,7 @@ class ExploreTranslator(Translator):
 
         from kbqa.translators.mentions import mask
 
-        spans = [lk.span for lk in a.entities[:1]]
-        qv = emb.encode_one(mask(question, spans, "something"))
+        masked_vecs: dict[str, Any] = {}  # the question without the candidate's own anchor words
         todo = [p for p in {g.conds[0].path[0].pred for g in hops} if p not in self._pred_vecs]
         if todo:
             rows = self.memory.get_many([self.profile.property_entity(p) for p in todo])
@@ -138,7 +147,12 @@ class ExploreTranslator(Translator):
             for p, v in zip(todo, emb.encode(texts, progress=False), strict=True):
                 self._pred_vecs[p] = v
         for g in hops:
-            g.features["rel_sim"] = float(np.dot(qv, self._pred_vecs[g.conds[0].path[0].pred]))
+            cond = g.conds[0]
+            span = next((lk.span for lk in a.entities if cond.value and lk.iri == cond.value.value), None)
+            masked = mask(question, [span] if span else [], "something")
+            if masked not in masked_vecs:
+                masked_vecs[masked] = emb.encode_one(masked)
+            g.features["rel_sim"] = float(np.dot(masked_vecs[masked], self._pred_vecs[cond.path[0].pred]))
 
     def _text_embedder(self) -> Any:
         """The store's grounding embedder when it has an index, else the default one; False when none loads."""
@@ -201,17 +215,29 @@ class ExploreTranslator(Translator):
             self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
         if self._bank is False or not len(self._bank):
             return
+        from kbqa.translators.casebank import question_key
         from kbqa.translators.mentions import mask
 
-        votes: dict[tuple[str, str], float] = {}
-        hits = self._bank.search(mask(question, [lk.span for lk in a.entities[:1]], "something"), k=10)
-        for h in hits:
-            for chk in h.case.checks:
-                key = (self.profile.expand(chk.property), chk.position)
-                votes[key] = max(votes.get(key, 0.0), h.similarity)
+        # votes per masked question: each candidate masks its own anchor's words, so the nearest cases are
+        # questions shaped like this one around *that* entity ("where was [X] born" for "kyle rossiter")
+        by_mask: dict[str, dict[tuple[str, str], float]] = {}
         for g in hops:
-            step = g.conds[0].path[0]
-            g.features["case_vote"] = votes.get((step.pred, "subject" if not step.forward else "object"), 0.0)
+            cond = g.conds[0]
+            span = next((lk.span for lk in a.entities if lk.iri == cond.value.value), None) if cond.value else None
+            masked = mask(question, [span] if span else [], "something")
+            if masked not in by_mask:
+                votes: dict[tuple[str, str], float] = {}
+                # the question itself never votes (a training question is in the bank that scores it)
+                skip = self._exclude_questions | {question_key(question)}
+                for h in self._bank.search(masked, k=10, exclude_ids=self._exclude_ids or None,
+                                           exclude_questions=skip):
+                    for chk in h.case.checks:
+                        key = (self.profile.expand(chk.property), chk.position)
+                        votes[key] = max(votes.get(key, 0.0), h.similarity)
+                by_mask[masked] = votes
+            step = cond.path[0]
+            g.features["case_vote"] = by_mask[masked].get((step.pred, "subject" if not step.forward else "object"),
+                                                          0.0)
 
     def anchors(self, question: str) -> Anchors:
         cues = read_cues(question)

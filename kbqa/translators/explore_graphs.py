@@ -6,11 +6,13 @@ for the execution check. One builder writes both, so what was checked is what th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from grounding.schema import SchemaMemory, readable_name
+from grounding.text import normalize
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ class _Writer:
             return f"<{iri}>"
         key = (kind, iri)
         if key not in self.slots:
-            base = "".join(ch if ch.isalnum() else "_" for ch in (label or readable_name(iri)).lower()).strip("_")
+            # a DeSQ placeholder name is ASCII ([A-Za-z_][A-Za-z0-9_]*): accents stripped, the rest dropped
+            base = re.sub(r"[^a-z0-9]+", "_", normalize(label or readable_name(iri))).strip("_")
             name = (base or kind)[:24]
             if name[0].isdigit():
                 name = "x" + name
