@@ -319,9 +319,6 @@ class Query(Node):
     limit: int | None = None
     offset: int | None = None
 
-    def to_json_dict(self) -> dict:
-        return self.to_dict()
-
     @staticmethod
     def from_json_dict(data: dict) -> Query:
         node = Node.from_dict(data)

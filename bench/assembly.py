@@ -1,6 +1,6 @@
 """Assembler benchmark on the 30 hand-written DeSQ fixtures (tests/fixtures/desq_real).
 
-  python bench/assembly.py --wikidata-mini .kbqa/stores/wikidata-mini --bestiary /tmp/best [--repeat 3]
+  python -m bench.assembly --wikidata-mini .kbqa/stores/wikidata-mini --bestiary /tmp/best [--repeat 3]
 
 1. Without execution (Plans/s; target >= 200/s): the fixtures' Plans written with the groundings the
    engine chose, measured three ways in the same run: write only (Plan + mapping -> text, the baseline),
@@ -19,17 +19,17 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from assembler.assemble import parse_problem  # noqa: E402
-from assembler.writer import write_sparql  # noqa: E402
-from eval.answer_metrics import as_answers  # noqa: E402
-from kb_dumps.ingest import ingest  # noqa: E402
-from kb_dumps.store import LocalStore  # noqa: E402
-from kbqa.frontends.desq import parse_desq  # noqa: E402
-from kbqa.pipeline import Engine  # noqa: E402
+from assembler.assemble import parse_problem
+from assembler.writer import write_sparql
+from eval.answer_metrics import as_answers
+from kb_dumps.ingest import ingest
+from kb_dumps.store import LocalStore
+from kbqa.frontends.desq import parse_desq
+from kbqa.pipeline import Engine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "desq_real"
 
@@ -42,7 +42,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[i]
 
 
-def rate(fn, items: list, min_seconds: float = 2.0) -> float:  # noqa: ANN001 - a callable over one item
+def rate(fn: Callable[[Any], object], items: list, min_seconds: float = 2.0) -> float:
     """Items per second of `fn` over `items`, repeated until `min_seconds` have passed."""
     n, t0 = 0, time.perf_counter()
     while True:

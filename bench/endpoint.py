@@ -1,6 +1,6 @@
 """Remote endpoints: the pipeline on a real SPARQL server vs the local store, label-memory build rates, shards.
 
-  .venv/bin/python bench/endpoint.py --store .kbqa/stores/wikidata-mini [--rounds 3] [--sq 60]
+  .venv/bin/python -m bench.endpoint --store .kbqa/stores/wikidata-mini [--rounds 3] [--sq 60]
 
 1. Pipeline: `oxigraph serve-read-only` on loopback over the store's own data; the same questions through
    `Engine` with the local store (LocalStore) and with a remote store directory (the same label memory,
@@ -30,16 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from kb_dumps.endpoint_ingest import ingest_endpoint  # noqa: E402
-from kb_dumps.ingest import ingest  # noqa: E402
-from kb_dumps.label_memory import LabelMemory  # noqa: E402
-from kb_dumps.layout import StoreLayout  # noqa: E402
-from kb_dumps.oxigraph_server import OxigraphServer  # noqa: E402
-from kb_dumps.samples import get_sample  # noqa: E402
+from kb_dumps.endpoint_ingest import ingest_endpoint
+from kb_dumps.ingest import ingest
+from kb_dumps.label_memory import LabelMemory
+from kb_dumps.layout import StoreLayout
+from kb_dumps.oxigraph_server import OxigraphServer
+from kb_dumps.samples import get_sample
+from kbqa.result import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "desq_real"
@@ -61,11 +60,11 @@ def remote_copy(local: Path, dest: Path, url: str) -> Path:
     return dest
 
 
-def answers(r) -> dict | None:  # noqa: ANN001 - a pipeline Result
+def answers(r: Result) -> dict | None:
     return r.answers.to_result_dict() if r.answers else None
 
 
-def same(a, b) -> bool:  # noqa: ANN001 - two pipeline Results
+def same(a: Result, b: Result) -> bool:
     return (a.status, a.sparql, answers(a)) == (b.status, b.sparql, answers(b))
 
 
@@ -166,7 +165,6 @@ def label_memory(url: str, work: Path, page_sizes: list[int]) -> dict:
 # ---- 3. shards -------------------------------------------------------------------------------------------
 MEASURE = """
 import json, sys, time, resource
-sys.path.insert(0, {root!r})
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096
 before = rss(); t0 = time.perf_counter()

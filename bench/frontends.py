@@ -1,8 +1,8 @@
 """DeSQ vs QCompiler vs PyRAG with the same model and store, on multi-hop / comparison questions (issue 8).
 
-    python bench/frontends.py --model qwen2.5-coder-0.5b --per-set 4 --store .kbqa/stores/wikidata-mini \\
+    python -m bench.frontends --model qwen2.5-coder-0.5b --per-set 4 --store .kbqa/stores/wikidata-mini \\
         --out bench/results/frontends.qwen0.5b.json
-    python bench/frontends.py --model qwen2.5-coder-0.5b --rescore      (re-score the recorded outputs, no model)
+    python -m bench.frontends --model qwen2.5-coder-0.5b --rescore      (re-score the recorded outputs, no model)
 
 Questions: the first `--per-set` usable questions of LC-QuAD 2.0 dev, WikiWebQuestions dev and QALD-9-plus
 train whose gold SPARQL has two or more hops (a variable other than the answer links two triple patterns)
@@ -30,17 +30,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from eval.answer_metrics import score_question
+from eval.loaders import load_benchmark
+from eval.loaders_sparql import prepare_gold_sparql
+from eval.query_metrics import normalise_query, score_query
+from kb_dumps.errors import KBQAError
+from kbqa.translators.base import TranslationResult, Translator
+from kbqa.translators.casebank import CaseBank, bank_dir, question_key
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from eval.answer_metrics import score_question  # noqa: E402
-from eval.loaders import load_benchmark  # noqa: E402
-from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
-from eval.query_metrics import normalise_query, score_query  # noqa: E402
-from kb_dumps.errors import KBQAError  # noqa: E402
-from kbqa.translators.base import TranslationResult, Translator  # noqa: E402
-from kbqa.translators.casebank import CaseBank, bank_dir, question_key  # noqa: E402
-
 SETS = ("lcquad2-dev", "wwq-dev", "qald9plus-train")
 FRONTENDS = ("desq", "qcompiler", "pyrag")
 FIXTURES = ROOT / "tests" / "fixtures" / "multihop" / "cases.json"
@@ -262,7 +260,7 @@ def main() -> int:
         model_tr.close()
     summary = summarize(rows)
     print(json.dumps(summary, indent=1))
-    print("command: python bench/frontends.py " + " ".join(sys.argv[1:]))
+    print("command: python -m bench.frontends " + " ".join(sys.argv[1:]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False),

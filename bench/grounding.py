@@ -1,7 +1,7 @@
 """Grounding benchmark: accuracy on real gold links, and speed at 1M rows against rapidfuzz over all labels.
 
-  python bench/grounding.py accuracy --store .kbqa/stores/wikidata-mini
-  python bench/grounding.py speed --rows 1000000 --embed 50000 --queries 300
+  python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini
+  python -m bench.grounding speed --rows 1000000 --embed 50000 --queries 300
 
 Reads ../shared/data (the benchmark inputs); not a test. Prints a summary and writes JSON (--out).
 """
@@ -21,14 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from grounding.build import build_lexical, embed_rows  # noqa: E402
-from grounding.embedder import get_embedder  # noqa: E402
-from grounding.ground import Grounder  # noqa: E402
-from grounding.text import normalize  # noqa: E402
-from grounding.vector_index import VectorIndex  # noqa: E402
-from kb_dumps.label_memory import LabelMemory  # noqa: E402
+from grounding.build import build_lexical, embed_rows
+from grounding.embedder import get_embedder
+from grounding.ground import Grounder
+from grounding.text import normalize
+from grounding.vector_index import VectorIndex
+from kb_dumps.label_memory import LabelMemory
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 WD = "http://www.wikidata.org/entity/"

@@ -1,6 +1,6 @@
 """Query-level scoring speed: LC-QuAD 2.0 dev gold vs itself with variables renamed, gold parses cached.
 
-Run: `.venv/bin/python bench/query_metrics.py [--benchmark lcquad2-dev] [--limit N]`; prints questions/s.
+Run: `.venv/bin/python -m bench.query_metrics [--benchmark lcquad2-dev] [--limit N]`; prints questions/s.
 """
 
 from __future__ import annotations
@@ -9,13 +9,10 @@ import argparse
 import re
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from eval.loaders import load_benchmark  # noqa: E402
-from eval.loaders_sparql import mask_opaque  # noqa: E402
-from eval.query_metrics import normalise_query, score_query  # noqa: E402
+from eval.loaders import load_benchmark
+from eval.loaders_sparql import mask_opaque
+from eval.query_metrics import normalise_query, score_query
 
 
 def rename_variables(sparql: str) -> str:

@@ -1,6 +1,6 @@
 """Load test of `kbqa serve` on loopback: /sparql and /v1/generate under concurrent clients, against in-process calls.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/server_load.py [--clients 20] [--seconds 30] [--rounds 2]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m bench.server_load [--clients 20] [--seconds 30] [--rounds 2]
 
 The store is `.kbqa/stores/wikidata-mini` when its grounding index is built, else a fresh copy of the
 wikidata-mini sample (no index: guessed URIs checked against the label memory). The workload is the first
@@ -32,7 +32,6 @@ import httpx
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the packages, ahead of bench/ (whose grounding.py would shadow them)
 INDEXED = ROOT / ".kbqa" / "stores" / "wikidata-mini"
 
 

@@ -1,8 +1,8 @@
 """Translator benchmark (the `cases` translator): parse rate, query-level F1, answer F1, seconds per question.
 
-  python bench/translators.py --n 500                     SimpleQuestions-Wikidata valid on wikidata-mini
+  python -m bench.translators --n 500                     SimpleQuestions-Wikidata valid on wikidata-mini
                                                           and BESTIARY (5-fold) on bestiary
-  python bench/translators.py --sets sq --n 200 --train-limit 5000 --out bench/out/translators.json
+  python -m bench.translators --sets sq --n 200 --train-limit 5000 --out bench/out/translators.json
 
 The case bank never holds a scored question: SimpleQuestions valid is scored against a bank built from
 the training sets (valid excluded by set and by question text); BESTIARY, whose only training data is
@@ -22,22 +22,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from assembler.writer import write_sparql  # noqa: E402
-from eval.answer_metrics import score_question  # noqa: E402
-from eval.loaders import load_benchmark  # noqa: E402
-from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
-from eval.query_metrics import score_query  # noqa: E402
-from eval.records import Record  # noqa: E402
-from grounding.build import read_meta  # noqa: E402
-from kb_dumps.errors import KBQAError  # noqa: E402
-from kb_dumps.layout import StoreLayout  # noqa: E402
-from kb_dumps.profiles import get_profile  # noqa: E402
-from kbqa.frontends.desq import parse_desq  # noqa: E402
-from kbqa.translators.casebank import CaseBank  # noqa: E402
-from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank  # noqa: E402
-from kbqa.translators.cases import CasesTranslator  # noqa: E402
+from assembler.writer import write_sparql
+from eval.answer_metrics import score_question
+from eval.loaders import load_benchmark
+from eval.loaders_sparql import prepare_gold_sparql
+from eval.query_metrics import score_query
+from eval.records import Record
+from grounding.build import read_meta
+from kb_dumps.errors import KBQAError
+from kb_dumps.layout import StoreLayout
+from kb_dumps.profiles import get_profile
+from kbqa.frontends.desq import parse_desq
+from kbqa.translators.casebank import CaseBank
+from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
+from kbqa.translators.cases import CasesTranslator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,7 +197,7 @@ def main() -> int:
         summ, rows = {"sq": bench_sq, "bestiary": bench_bestiary}[which](args, work)
         results.append({"summary": summ, "rows": rows})
         print(json.dumps(summ, indent=1))
-    print("command: python bench/translators.py " + " ".join(sys.argv[1:]))
+    print("command: python -m bench.translators " + " ".join(sys.argv[1:]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")

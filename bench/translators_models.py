@@ -2,10 +2,10 @@
 tokens in/out. Every model output is appended to a replay JSONL (committed under bench/replays/), so a run
 resumes where it stopped and later changes to parsing/grounding/assembly are re-scored without the model.
 
-  python bench/translators_models.py --backend llama-cpp --model qwen2.5-coder-0.5b --n 30
-  python bench/translators_models.py --backend llama-cpp --model qwen2.5-coder-1.5b --n 10
-  python bench/translators_models.py --backend hf --model smollm2-135m --adapter adapters/smol --n 20 --few-shot 0
-  python bench/translators_models.py --replay bench/replays/sq-valid.qwen2.5-coder-0.5b.jsonl   (re-score only)
+  python -m bench.translators_models --backend llama-cpp --model qwen2.5-coder-0.5b --n 30
+  python -m bench.translators_models --backend llama-cpp --model qwen2.5-coder-1.5b --n 10
+  python -m bench.translators_models --backend hf --model smollm2-135m --adapter adapters/smol --n 20 --few-shot 0
+  python -m bench.translators_models --replay bench/replays/sq-valid.qwen2.5-coder-0.5b.jsonl   (re-score only)
 
 Few-shot examples come from the store's case bank, built from the training sets only (never
 SimpleQuestions valid), and the scored question is excluded from retrieval by its text as well.
@@ -22,20 +22,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from translators import ensure_store, guessed_sparql  # noqa: E402
-
-from eval.answer_metrics import score_question  # noqa: E402
-from eval.loaders import load_benchmark  # noqa: E402
-from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
-from eval.query_metrics import score_query  # noqa: E402
-from kb_dumps.errors import KBQAError  # noqa: E402
-from kbqa.frontends.desq import parse_desq  # noqa: E402
-from kbqa.translators.casebank import CaseBank, bank_dir, question_key  # noqa: E402
-from kbqa.translators.model import ModelTranslator  # noqa: E402
-from kbqa.translators.replay import ReplayTranslator  # noqa: E402
+from bench.translators import ensure_store, guessed_sparql
+from eval.answer_metrics import score_question
+from eval.loaders import load_benchmark
+from eval.loaders_sparql import prepare_gold_sparql
+from eval.query_metrics import score_query
+from kb_dumps.errors import KBQAError
+from kbqa.frontends.desq import parse_desq
+from kbqa.translators.casebank import CaseBank, bank_dir, question_key
+from kbqa.translators.model import ModelTranslator
+from kbqa.translators.replay import ReplayTranslator
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORED_SET = "simplequestions-valid"
@@ -187,7 +183,7 @@ def main() -> int:
     summary = summarize(f"{args.backend}:{label} @ {SCORED_SET}/wikidata-mini", rows)
     summary["replay"] = str(replay.relative_to(ROOT) if replay.is_relative_to(ROOT) else replay)
     print(json.dumps(summary, indent=1))
-    print("command: python bench/translators_models.py " + " ".join(sys.argv[1:]))
+    print("command: python -m bench.translators_models " + " ".join(sys.argv[1:]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False),

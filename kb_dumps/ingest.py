@@ -22,7 +22,9 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -41,6 +43,9 @@ from kb_dumps.readers import (
     open_binary,
     read_source,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 MANIFEST_FORMAT = "kbqa-store/1"
 
@@ -111,7 +116,7 @@ def _progress(enabled: bool | None, desc: str):  # noqa: ANN202 - tqdm or a no-o
     return tqdm(desc=desc, unit=" triples", unit_scale=True, file=sys.stderr, mininterval=0.5)
 
 
-def _counted(quads: Iterator[ox.Quad], collector: LabelCollector, report: SourceReport, bar) -> Iterator[ox.Quad]:  # noqa: ANN001
+def _counted(quads: Iterator[ox.Quad], collector: LabelCollector, report: SourceReport, bar: tqdm | None) -> Iterator[ox.Quad]:
     n = 0
     observe = collector.observe
     for q in quads:
@@ -126,7 +131,7 @@ def _counted(quads: Iterator[ox.Quad], collector: LabelCollector, report: Source
 
 
 def _scan_labels(path: str, fmt_name: str, labels_path: str, profile_name: str, languages: tuple[str, ...],
-                 generation: int, conn) -> None:  # noqa: ANN001
+                 generation: int, conn: Connection) -> None:
     """Scanner process: read the dump once more (from the page cache) and write the label memory."""
     try:
         memory = LabelMemory(labels_path)
@@ -151,7 +156,7 @@ def _scan_labels(path: str, fmt_name: str, labels_path: str, profile_name: str, 
 
 def _bulk_load_lines(path: Path, fmt_name: str, ox_store: ox.Store, labels_path: Path, profile_name: str,
                      languages: tuple[str, ...], generation: int, report: SourceReport, stats: ReadStats,
-                     bar) -> None:  # noqa: ANN001
+                     bar: tqdm | None) -> None:
     """N-Triples / N-Quads: pyoxigraph parses and loads in Rust while a second process scans the
     same file for the label memory. Building a Python object per triple, or scanning in a thread
     (pyoxigraph holds the GIL while it loads), halves the load rate (bench/ingest.py).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -181,7 +181,7 @@ class LabelMemory:
             updates,
         )
 
-    def fill_missing_labels(self, make_label, generation: int) -> int:  # noqa: ANN001 - Callable[[str], str]
+    def fill_missing_labels(self, make_label: Callable[[str], str], generation: int) -> int:
         """Give rows of this generation that have no label one made from their id (see the profile)."""
         rows = self.conn.execute("SELECT rowid, id FROM labels WHERE label = '' AND generation = ?",
                                  (generation,)).fetchall()

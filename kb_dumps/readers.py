@@ -12,7 +12,7 @@ import contextlib
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -328,7 +328,8 @@ class LineSegmentReader:
     keeps the bulk loader's memory bounded whatever the file size.
     """
 
-    def __init__(self, f: IO[bytes], on_block, segment_lines: int = 500_000, block_size: int = 1 << 20):  # noqa: ANN001
+    def __init__(self, f: IO[bytes], on_block: Callable[[bytes], object], segment_lines: int = 500_000,
+                 block_size: int = 1 << 20):
         self.f, self.on_block = f, on_block
         self.segment_lines, self.block_size = segment_lines, block_size
         self.rest = b""

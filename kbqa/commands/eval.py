@@ -25,7 +25,7 @@ predictions file: one JSON object per line, {"id": ..., "sparql": ...} or {"id":
 --restart discards the results in --out."""
 
 
-def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from eval.loaders import FORMATS
 
     p = subparser(sub, "eval", "evaluate a KBQA system offline on a benchmark (query- and answer-level, per-stage "

@@ -14,7 +14,7 @@ from kbqa.commands.common import add_format_flag, print_json, subparser
 from kbqa.config import get_settings
 
 
-def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparser(sub, "ingest", "load RDF / Wikidata JSON / Freebase dumps into a store and build its label memory",
                   "kbqa ingest latest-all.json.gz --store kb/ --lang en,de\n"
                   "  kbqa ingest --sample wikidata-mini\n"

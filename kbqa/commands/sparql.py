@@ -9,7 +9,7 @@ import sys
 
 from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
 from kb_dumps.layout import StoreLayout
-from kb_dumps.profiles import get_profile
+from kb_dumps.profiles import KBProfile, get_profile
 from kb_dumps.store import DEFAULT_ROW_CAP, QueryResult, Term
 from kbqa.commands.common import (
     add_endpoint_flags,
@@ -22,7 +22,7 @@ from kbqa.commands.common import (
 )
 
 
-def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparser(sub, "sparql", "run a read-only SPARQL query on a store",
                   'kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --format json\n'
                   '  kbqa sparql "SELECT ?o WHERE { wd:Q42 wdt:P19 ?o }" --endpoint https://query.wikidata.org/sparql')
@@ -82,7 +82,7 @@ def with_prefixes(query: str, prefixes: dict[str, str]) -> str:
     return "\n".join([*head, query]) if head else query
 
 
-def cell(term: Term | None, profile) -> str:  # noqa: ANN001
+def cell(term: Term | None, profile: KBProfile) -> str:
     if term is None:
         return ""
     if term["type"] == "uri":
@@ -95,7 +95,7 @@ def cell(term: Term | None, profile) -> str:  # noqa: ANN001
     return v
 
 
-def print_table(res: QueryResult, profile, fmt: str) -> None:  # noqa: ANN001
+def print_table(res: QueryResult, profile: KBProfile, fmt: str) -> None:
     if res.kind == "ask":
         print("true" if res.boolean else "false")
         return

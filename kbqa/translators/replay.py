@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from grounding.text import normalize
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
@@ -67,7 +67,7 @@ class ReplayTranslator(Translator):
                                  float(item.get("seconds", 0.0)), {"replay": str(self.path), "id": item["id"]})
 
 
-def write_replay_line(f, qid: str, question: str, result: TranslationResult) -> None:  # noqa: ANN001 - a text file
+def write_replay_line(f: TextIO, qid: str, question: str, result: TranslationResult) -> None:
     """Append one translation to an open replay JSONL (what `bench/` records for later re-scoring)."""
     f.write(json.dumps({"id": qid, "question": question, "output": result.text, "frontend": result.frontend,
                         "model": result.model, "backend": result.backend, "tokens_in": result.tokens_in,
