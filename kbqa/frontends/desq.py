@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from assembler.plan import KINDS, Group, Node, Placeholder, Query, walk
 from kb_dumps.errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_check import validate
-from kbqa.frontends.desq_fragments import KNOWN_PREFIXES, Fragment, FragmentError, parse_fragment
+from kbqa.frontends.desq_expr import expand_uri
+from kbqa.frontends.desq_fragments import Fragment, FragmentError, parse_fragment
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine
@@ -270,22 +271,11 @@ def _grounding(name: str, kind: str, label: str, description: str, uri: str | No
         errs.add("parse", f"[{name}]: the label is empty", line=lineno)
     full = None
     if uri is not None and uri.strip().lower() not in _NULL_URIS:
-        full = _expand_uri(uri.strip())
+        full = expand_uri(uri.strip())
         if full is None:
             errs.add("parse", f"[{name}]: cannot read the guessed URI {uri[:60]!r}; write wd:Q42 or <http://…>",
                      line=lineno)
     return GroundingLine(name, kind, label, description, full, lineno)
-
-
-def _expand_uri(uri: str) -> str | None:
-    if uri.startswith("<") and uri.endswith(">"):
-        uri = uri[1:-1]
-    elif re.fullmatch(r"[A-Za-z][\w\-]*:[^\s<>\"{}|^`\\]+", uri) and not uri.startswith(("http:", "https:")):
-        prefix, local = uri.split(":", 1)
-        return KNOWN_PREFIXES[prefix] + local if prefix in KNOWN_PREFIXES else None
-    if re.fullmatch(r"https?://[^\s<>\"{}|^`\\]+", uri):
-        return uri
-    return None
 
 
 # ---- JSON form ------------------------------------------------------------------------------

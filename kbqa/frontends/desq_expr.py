@@ -31,6 +31,19 @@ from kbqa.frontends.desq_tokens import Token, tokenize, unquote
 # Prefixed names accepted in fragments: those of the wikidata, freebase and generic profiles.
 KNOWN_PREFIXES: dict[str, str] = {**KBProfile.prefixes, **WIKIDATA_PREFIXES, "ns": FREEBASE_NS, "fb": FREEBASE_NS}
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def expand_uri(uri: str) -> str | None:
+    """A guessed URI as the model writes it (`wd:Q42`, `<http://…>`, `http://…`) as a full IRI, or None when
+    it cannot be read; the one reader of guessed URIs for DeSQ grounding lines and PyRAG `uri=` arguments."""
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    elif re.fullmatch(r"[A-Za-z][\w\-]*:[^\s<>\"{}|^`\\]+", uri) and not uri.startswith(("http:", "https:")):
+        prefix, local = uri.split(":", 1)
+        return KNOWN_PREFIXES[prefix] + local if prefix in KNOWN_PREFIXES else None
+    if re.fullmatch(r"https?://[^\s<>\"{}|^`\\]+", uri):
+        return uri
+    return None
 _MAX_DEPTH = 40  # nesting of braces/parentheses; deeper input is refused, not a RecursionError
 
 

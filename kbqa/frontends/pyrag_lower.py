@@ -34,7 +34,7 @@ from assembler.plan import (
 )
 from kb_dumps.errors import ErrorInfo, internal_error
 from kb_dumps.profiles import XSD, KBProfile, get_profile
-from kbqa.frontends.desq_fragments import KNOWN_PREFIXES
+from kbqa.frontends.desq_expr import expand_uri
 from kbqa.frontends.pyrag import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
@@ -126,14 +126,9 @@ def _expand(uri: Any, line: int) -> str | None:
         return None
     if not isinstance(uri, str):
         raise _LowerError(line, f"uri must be a string such as 'wd:Q42', not {type(uri).__name__}")
-    u = uri.strip()
-    if u.startswith("<") and u.endswith(">"):
-        u = u[1:-1]
-    if re.fullmatch(r"https?://[^\s<>\"{}|^`\\]+", u):
-        return u
-    prefix, _, local = u.partition(":")
-    if prefix in KNOWN_PREFIXES and re.fullmatch(r"[\w\-.]+", local or ""):
-        return KNOWN_PREFIXES[prefix] + local
+    full = expand_uri(uri.strip())
+    if full is not None:
+        return full
     raise _LowerError(line, f"cannot read the uri {uri[:60]!r}; write wd:Q42 or <http://…>")
 
 
