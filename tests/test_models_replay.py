@@ -90,7 +90,7 @@ def test_settings_from_environment_and_file(tmp_path, monkeypatch):
     s = ModelSettings(api_key_env="MY_KEY")
     assert (s.backend, s.model, s.retries, s.api_key()) == ("openai", "from-env", 5, "sk-123")
     monkeypatch.delenv("KBQA_CONFIG")
-    assert ModelSettings().backend == "cases"
+    assert ModelSettings().backend == "explore"
 
 
 def test_cli_ask_exit_codes(run_cli, wikidata_mini_store, replay_file):

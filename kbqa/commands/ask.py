@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("question", help="the question, in words")
     add_store_flag(p)
     add_endpoint_flags(p)
-    add_backend_flag(p, "translator (default: setting KBQA_BACKEND, else cases)")
+    add_backend_flag(p, "translator (default: setting KBQA_BACKEND, else explore)")
     p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq", help="the language the translator writes")
     p.add_argument("--model", default=None,
                    help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
@@ -66,12 +66,12 @@ def run(args: argparse.Namespace) -> int:
     msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
                                    replay_path=args.replay)
     store, sparql_endpoint = store_target(args)
-    if store is None and msettings.backend == "cases":
-        # The case bank, label memory and index live in a store directory; an endpoint has none of them.
-        raise KBQAError(f"--endpoint without --store: the cases translator needs a store directory with a case "
-                        f"bank; build one from the endpoint with `kbqa ingest --endpoint {sparql_endpoint} --store "
-                        "DIR` (then `kbqa index` and `kbqa cases build`) and pass --store DIR, or choose a model "
-                        "--backend", stage="usage")
+    if store is None and msettings.backend in ("cases", "explore"):
+        # The case bank, label memory, schema memory and index live in a store directory; an endpoint has none.
+        raise KBQAError(f"--endpoint without --store: the {msettings.backend} translator needs a store directory "
+                        f"(labels, schema{', case bank' if msettings.backend == 'cases' else ''}); build one from "
+                        f"the endpoint with `kbqa ingest --endpoint {sparql_endpoint} --store DIR` (then `kbqa "
+                        "index`) and pass --store DIR, or choose a model --backend", stage="usage")
     timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
     with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
                 endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect, settings=msettings) as engine:

@@ -14,6 +14,7 @@ from kb_dumps.errors import EXIT_USAGE, KBQAError
 from kbqa.commands.common import add_endpoint_flags, add_format_flag, print_json, resolve_store, subparser
 from kbqa.frontends import FRONTENDS
 from kbqa.translators import translator_names
+from kbqa.translators.settings import get_model_settings
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
@@ -282,7 +283,7 @@ def _run(args: argparse.Namespace) -> int:
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
     elif args.predictions is None:
-        backend = args.backend or "cases"
+        backend = args.backend or get_model_settings().backend
         settings.update(system=f"engine:{backend}:{args.frontend}", mode="engine")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(backend)}-{args.frontend}"
         predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,

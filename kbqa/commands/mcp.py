@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="stdio (default: the client starts this command) or streamable HTTP at /mcp")
     p.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
-    add_backend_flag(p, "translator of the ask tool (default: setting KBQA_BACKEND, else cases)")
+    add_backend_flag(p, "translator of the ask tool (default: setting KBQA_BACKEND, else explore)")
     p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
     p.add_argument("--model-url", default=None, metavar="URL",
                    help="OpenAI-compatible model server URL (…/v1) of --backend openai")

@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_endpoint_flags(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    add_backend_flag(p, "translator of /v1/ask (default: setting KBQA_BACKEND, else cases)")
+    add_backend_flag(p, "translator of /v1/ask (default: setting KBQA_BACKEND, else explore)")
     p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
     p.add_argument("--model-url", default=None, metavar="URL",
                    help="OpenAI-compatible model server URL (…/v1) of --backend openai")

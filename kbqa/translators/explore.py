@@ -290,13 +290,16 @@ class ExploreTranslator(Translator):
         pool.sort(key=lambda g: -g.score)
         checked: list[Graph] = []
         executed = 0
+        stop = t0 + self.budget_s * 1.5  # checking may run a little past the search budget, never far
         for g in pool:
-            if time.perf_counter() - t0 > self.budget_s * 1.5 and checked:
+            left = stop - time.perf_counter()
+            if left <= 0 and checked:
                 search.truncated = True
                 break
             executed += 1
             try:
-                res = self.store.query(write(g, self.schema, desq=False), timeout_s=max(0.5, self.budget_s),
+                # one slow candidate (a NOT EXISTS over every item) must not eat the others' time
+                res = self.store.query(write(g, self.schema, desq=False), timeout_s=max(0.2, min(left, 0.5)),
                                        row_cap=1000)
             except Exception:  # noqa: BLE001 - a candidate the store refuses or times out on is dropped
                 continue

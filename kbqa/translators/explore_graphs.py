@@ -180,7 +180,9 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
         if c.negated:
             scoped: dict[Path, str] = {(): "?var1"}
             end, triples = w.walk(c.path, scoped)
-            inner = triples + _cond_tail(w, c, end, triples, scoped)
+            tail = _cond_tail(w, c, end, triples, scoped)
+            # the triple holding the constant first: the store then starts the NOT EXISTS from it
+            inner = list(reversed(triples)) + tail
             body.append((_say_cond(w, c, focus_label), [f"FILTER NOT EXISTS {{ {' '.join(inner)} }}"]))
             continue
         end, triples = w.walk(c.path)
@@ -302,6 +304,9 @@ def _say_cond(w: _Writer, c: Cond, focus: str) -> str:
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
            "!=": "is not", "exists": "exists"}
     neg = "no " if c.negated else ""
+    if len(c.path) == 1 and not c.path[0].forward and c.op == "=" and c.value is not None:
+        # `<item> p ?answer`: the item has the answer as its p ("Lily Tomlin has place of birth the answer")
+        return f"{val} has {'no ' if c.negated else ''}{what} the {focus}"
     return f"the {focus} has {neg}{what} that {ops.get(c.op, c.op)} {val}".strip()
 
 

@@ -40,9 +40,10 @@ class ModelSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="KBQA_", env_file=".env", extra="ignore")
 
-    # Which translator answers `kbqa ask`: a name of `kbqa.translators.translator_names()` — cases (no model, the
-    # default), replay, or a model backend (openai, llama-cpp, hf).
-    backend: str = "cases"
+    # Which translator answers `kbqa ask`: a name of `kbqa.translators.translator_names()` — explore (no model, the
+    # default: it answers better than cases on every dev set, BENCHMARKS.md "explore"), cases (no model, the case
+    # bank), replay, or a model backend (openai, llama-cpp, hf).
+    backend: str = "explore"
     # Model name (openai: the server's model id) or path (llama-cpp: a GGUF file; hf: a checkpoint folder).
     model: str = ""
     # Base URL of an OpenAI-compatible server (…/v1); chat completions are posted to <endpoint>/chat/completions.
