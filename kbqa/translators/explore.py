@@ -155,19 +155,17 @@ class ExploreTranslator(Translator):
             g.features["rel_sim"] = float(np.dot(masked_vecs[masked], self._pred_vecs[cond.path[0].pred]))
 
     def _text_embedder(self) -> Any:
-        """The store's grounding embedder when it has an index, else the default one; False when none loads."""
+        """The embedder of the store's grounding index (process-wide, shared with the grounder), else the
+        default one; False when none loads (the similarity features then stay 0)."""
         if self._embedder is None:
             try:
-                from grounding.ground import get_grounder
+                from grounding.build import read_meta
+                from grounding.embedder import get_embedder
 
-                self._embedder = get_grounder(self.store_dir).embedder
-            except Exception:  # noqa: BLE001 - no grounding index: the default embedder
-                try:
-                    from grounding.embedder import get_embedder
-
-                    self._embedder = get_embedder()
-                except Exception:  # noqa: BLE001 - no embedder at all: lexical features only
-                    self._embedder = False
+                meta = read_meta(self.store_dir) or {}
+                self._embedder = get_embedder(meta.get("embedder") or meta.get("model"))
+            except Exception:  # noqa: BLE001 - no embedder at all: lexical features only
+                self._embedder = False
         return self._embedder
 
     def _graph_similarity(self, question: str, graphs: list[Graph]) -> None:
