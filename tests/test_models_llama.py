@@ -144,10 +144,12 @@ def test_default_grammar_never_writes_a_line_outside_the_format(smollm2: LlamaCp
 
 
 def test_translator_and_settings_wiring(smollm2: LlamaCppBackend) -> None:
-    from kbqa.translators.model import ModelTranslator, make_backend
+    from kbqa.backends import BACKENDS
+    from kbqa.translators.model import ModelTranslator
     from kbqa.translators.settings import ModelSettings
 
-    assert isinstance(make_backend(ModelSettings(backend="llama-cpp", model=smollm2.model)), LlamaCppBackend)
+    settings = ModelSettings(backend="llama-cpp", model=smollm2.model)
+    assert isinstance(BACKENDS.get(settings.backend).make(settings), LlamaCppBackend)
     tr = ModelTranslator(smollm2, bank=None, max_tokens=40).translate("who wrote Dune?", qid="q1")
     assert tr.backend == "llama-cpp" and tr.tokens_in > 50 and tr.tokens_out > 0 and tr.details["grammar"]
     assert tr.text.startswith(("ATOMIC CONSTRAINTS", "FORMAT desq/1"))

@@ -85,3 +85,32 @@ def add_backend_flag(p: argparse.ArgumentParser, help_: str) -> None:
     table = "; ".join(f"{name}: {what}" for name, what in translator_table())
     p.add_argument("--backend", choices=translator_names(), default=None, metavar="NAME",
                    help=f"{help_}. {table}")
+
+
+def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
+    """The translator and time-budget flags of the long-running faces (`kbqa serve`, `kbqa mcp`)."""
+    add_backend_flag(p, f"translator of {what} (default: setting KBQA_BACKEND, else explore)")
+    p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
+    p.add_argument("--model-url", default=None, metavar="URL",
+                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, question, output)")
+
+
+def server_settings(args: argparse.Namespace, **given: Any) -> Any:
+    """`ServerSettings` for `kbqa serve` / `kbqa mcp`: the store (checked), the KBQA_SERVER_* limits, and the
+    flags given on the command line on top (None = not given)."""
+    from kb_dumps.errors import KBQAError
+    from kb_dumps.layout import StoreLayout
+    from kbqa.config import get_settings
+    from kbqa.server import ServerSettings
+
+    store = resolve_store(args.store) if args.store is not None or not args.sparql_endpoint else None
+    if store is not None and not StoreLayout.of(store).exists():
+        raise KBQAError(f"no store at {store}; build one with `kbqa ingest SOURCE --store {store}`", stage="store")
+    cfg = get_settings()
+    given = {"query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout, **given}
+    return ServerSettings(store=store, host=args.host, port=args.port, backend=args.backend, model=args.model,
+                          model_url=args.model_url, replay_path=args.replay, sparql_endpoint=args.sparql_endpoint,
+                          endpoint_dialect=args.endpoint_dialect,
+                          **{"query_timeout_s": cfg.query_timeout_s, "row_cap": cfg.row_cap,
+                             **{k: v for k, v in given.items() if v is not None}})

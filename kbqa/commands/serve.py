@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from kbqa.commands.common import add_backend_flag, add_endpoint_flags, add_store_flag, subparser
+from kbqa.commands.common import (
+    add_endpoint_flags,
+    add_server_translator_flags,
+    add_store_flag,
+    server_settings,
+    subparser,
+)
 
 EXAMPLE = """kbqa serve --store .kbqa/stores/wikidata-mini --port 8000
   then: open http://127.0.0.1:8000/  or
@@ -21,11 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_endpoint_flags(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    add_backend_flag(p, "translator of /v1/ask (default: setting KBQA_BACKEND, else explore)")
-    p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
-    p.add_argument("--model-url", default=None, metavar="URL",
-                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
-    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, question, output)")
+    add_server_translator_flags(p, "/v1/ask")
     p.add_argument("--engines", type=int, default=None, metavar="N",
                    help="engines answering /v1 requests in parallel, one thread each (default 1)")
     p.add_argument("--sparql-workers", type=int, default=None, metavar="N",
@@ -43,23 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from kb_dumps.errors import KBQAError
-    from kb_dumps.layout import StoreLayout
-    from kbqa.commands.common import resolve_store
-    from kbqa.config import get_settings
-    from kbqa.server import ServerSettings, create_app
+    from kbqa.server import create_app
 
-    store = resolve_store(args.store) if args.store is not None or not args.sparql_endpoint else None
-    if store is not None and not StoreLayout.of(store).exists():
-        raise KBQAError(f"no store at {store}; build one with `kbqa ingest SOURCE --store {store}`", stage="store")
-    cfg = get_settings()
-    given = {"engines": args.engines, "sparql_workers": args.sparql_workers, "max_inflight": args.max_inflight,
-             "query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout}
-    settings = ServerSettings(store=store, host=args.host, port=args.port, backend=args.backend, model=args.model,
-                              model_url=args.model_url, replay_path=args.replay,
-                              sparql_endpoint=args.sparql_endpoint, endpoint_dialect=args.endpoint_dialect,
-                              **{"query_timeout_s": cfg.query_timeout_s, "row_cap": cfg.row_cap,
-                                 **{k: v for k, v in given.items() if v is not None}})
+    settings = server_settings(args, engines=args.engines, sparql_workers=args.sparql_workers,
+                               max_inflight=args.max_inflight)
+    store = settings.store
     app = create_app(settings)
     print(f"kbqa serving {store or args.sparql_endpoint} on http://{args.host}:{args.port}/  (Ctrl-C stops it)", file=sys.stderr)
     # uvicorn handles SIGINT/SIGTERM: it stops accepting, waits for open requests, then closes the engines
