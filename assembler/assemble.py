@@ -14,10 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembler.answers import Answers, make_answers
-from assembler.candidates import MemoryGrounder, combinations, distinct_placeholders, ground_placeholder
+from assembler.candidates import (
+    MemoryGrounder,
+    add_candidates,
+    combinations,
+    distinct_placeholders,
+    ground_placeholder,
+)
 from assembler.diagnose import diagnose_empty
 from assembler.plan import Query
 from assembler.report import AssemblyResult, Attempt, PlaceholderGrounding, Step
+from assembler.vocabulary import text_properties, vocabulary_candidates
 from assembler.writer import write_sparql
 from kb_dumps.errors import ErrorInfo, QueryError, StoreError, echo
 from kb_dumps.profiles import KBProfile, get_profile
@@ -72,7 +79,16 @@ class Assembler:
     # ---- grounding ---------------------------------------------------------------------------
     def ground(self, plan: Query, *, widen: bool = False) -> list[PlaceholderGrounding]:
         k = self.options.widen_k if widen else self.options.k
-        return [ground_placeholder(self.grounder, ph, k, widen=widen) for ph in distinct_placeholders(plan)]
+        as_text = text_properties(plan)
+        out = []
+        for ph in distinct_placeholders(plan):
+            pg = ground_placeholder(self.grounder, ph, k, widen=widen)
+            if ph.kind == "property":  # the profile's own label / description / alias predicates
+                extra = vocabulary_candidates(self.profile, ph, ph.name in as_text)
+                if extra:
+                    add_candidates(pg, extra)
+            out.append(pg)
+        return out
 
     # ---- the whole thing ---------------------------------------------------------------------
     def assemble(self, plan: Query, *, execute: bool = True) -> AssemblyResult:

@@ -167,3 +167,15 @@ def combinations(lists: list[list[Candidate]], limit: int) -> Iterator[tuple[flo
                 if nxt not in seen:
                     seen.add(nxt)
                     heapq.heappush(heap, (-score(nxt), nxt))
+
+
+def add_candidates(pg: PlaceholderGrounding, extra: list[Candidate]) -> None:
+    """Merge more candidates into a placeholder's list (best score per id), keeping a confirmed guess first."""
+    best = {c.id: c for c in pg.candidates}
+    for c in extra:
+        if c.id not in best or c.score > best[c.id].score:
+            best[c.id] = c
+    guess_id = pg.correction.uri if pg.correction and pg.correction.action == "kept" else None
+    pg.candidates = sorted(best.values(), key=lambda c: (c.id != guess_id, -c.score))
+    if pg.candidates:
+        pg.reason = ""
