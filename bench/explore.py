@@ -1,8 +1,8 @@
 """The `explore` translator against `cases`: answer F1, share of perfect answers, seconds per question, failed stage.
 
-  python bench/explore.py                                all three sets (SimpleQuestions valid, BESTIARY, Spider4SPARQL)
-  python bench/explore.py --sets spider --out bench/out/explore
-  python bench/explore.py --sets sq --n 500
+  python -m bench.explore                                all three sets (SimpleQuestions valid, BESTIARY, Spider4SPARQL)
+  python -m bench.explore --sets spider --out bench/out/explore
+  python -m bench.explore --sets sq --n 500
 
 Answers are compared QALD-style (eval/answer_metrics.py). SimpleQuestions-Wikidata valid runs on wikidata-mini
 with the gold query run on the same store (a SimpleQuestions file names one answer of many); BESTIARY and
@@ -27,12 +27,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from eval.answer_metrics import score_question  # noqa: E402
-from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark  # noqa: E402
-from eval.loaders_sparql import prepare_gold_sparql  # noqa: E402
-from kb_dumps.layout import StoreLayout  # noqa: E402
+from eval.answer_metrics import score_question
+from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark
+from eval.loaders_sparql import prepare_gold_sparql
+from kb_dumps.layout import StoreLayout
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_KGS = ROOT / "eval" / "benchmarks" / "spider4sparql" / "kgs"
