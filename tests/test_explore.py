@@ -326,3 +326,14 @@ def test_placeholder_names_are_ascii_for_any_label() -> None:
     assert "[sasa_vujacic]" in text and parse_desq(text).ok
     g = Graph("hop", conds=[Cond((Step("http://x/p", False),), "=", Term("iri", "http://x/e2", label="東京"))])
     assert parse_desq(write(g, schema, desq=True)).ok
+
+
+def test_bad_ranker_weights_are_a_usage_error(zoo: Path, tmp_path: Path) -> None:
+    from kbqa.translators.explore import make
+    from kbqa.translators.settings import ModelSettings
+
+    bad = tmp_path / "w.json"
+    bad.write_text('{"format": "explore-ranker/1", "weights": {"nope": 1}}', encoding="utf-8")
+    with pytest.raises(KBQAError) as e:
+        make(ModelSettings(backend="explore", explore_weights=bad), zoo)
+    assert e.value.info.stage == "usage" and "unknown ranker features" in e.value.info.message

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grounding.schema import SchemaMemory, open_schema
+from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
@@ -56,7 +57,7 @@ class ExploreTranslator(Translator):
         self.schema = schema or open_schema(self.store_dir, store, self.profile, self.memory)
         self.paths = SchemaPaths(self.schema)
         store_weights = layout.current / "ranker.json"  # written by `kbqa train --ranker` for this store
-        self.ranker = ranker or (Ranker.load(store_weights) if store_weights.is_file() else Ranker.load())
+        self.ranker = ranker or _load_ranker(store_weights if store_weights.is_file() else None)
         self.budget_s, self.cap = budget_s, cap
         self._detector: Any = None
         self._embedder: Any = None
@@ -262,7 +263,7 @@ class ExploreTranslator(Translator):
         try:
             return bool(self.store.query(f"ASK {{ <{item}> <{self.schema.type_predicate}> <{cls}> }}",
                                          timeout_s=1.0).boolean)
-        except Exception:  # noqa: BLE001 - a failing probe just means "not known to be"
+        except KBQAError:  # a failing probe just means "not known to be"
             return False
 
     # ---- search ------------------------------------------------------------------------------------
@@ -299,7 +300,7 @@ class ExploreTranslator(Translator):
                 # one slow candidate (a NOT EXISTS over every item) must not eat the others' time
                 res = self.store.query(write(g, self.schema, desq=False), timeout_s=max(0.2, min(left, 0.5)),
                                        row_cap=1000)
-            except Exception:  # noqa: BLE001 - a candidate the store refuses or times out on is dropped
+            except KBQAError:  # a candidate the store refuses or times out on is dropped
                 continue
             g.rows = 1 if res.kind == "ask" else len(res.rows)
             if res.kind != "ask" and _all_empty(res.rows) and not (g.aggs and g.aggs[0][0] == "COUNT" and not g.group):
@@ -337,9 +338,18 @@ def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store 
     if store_dir is None:
         raise TranslateError("the explore translator searches a store: give --store DIR (for a remote endpoint, "
                              "`kbqa ingest --endpoint URL --store DIR` first), or choose another --backend")
-    ranker = Ranker.load(settings.explore_weights) if settings.explore_weights else None
+    ranker = _load_ranker(settings.explore_weights) if settings.explore_weights else None
     return ExploreTranslator(store_dir, store=store, memory=memory, budget_s=settings.explore_budget_s,
                              cap=settings.explore_cap, ranker=ranker)
+
+
+def _load_ranker(path: str | Path | None) -> Ranker:
+    """Ranker weights from `path` (None: the shipped ones); a bad file is a usage error naming it."""
+    try:
+        return Ranker.load(path)
+    except ValueError as e:
+        raise TranslateError(f"{e}; write weights with `kbqa train --ranker` or unset KBQA_EXPLORE_WEIGHTS",
+                             stage="usage") from None
 
 
 def _all_empty(rows: list[list[Any]]) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grounding.schema import SchemaMemory
+from kb_dumps.errors import KBQAError
 from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
 from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, overlaps
 
@@ -336,7 +337,7 @@ class Search:
         try:
             return self.store.query(sparql, timeout_s=max(0.2, self.deadline - time.perf_counter()),  # type: ignore[attr-defined]
                                     row_cap=500).rows
-        except Exception:  # noqa: BLE001 - a probe that fails (timeout, refused) proposes nothing
+        except KBQAError:  # a probe that fails (timeout, refused) proposes nothing
             return []
 
 
