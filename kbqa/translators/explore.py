@@ -85,7 +85,10 @@ class ExploreTranslator(Translator):
         if self._detector is None:
             from kbqa.translators.mentions import MentionDetector, open_lexicon
 
-            self._detector = MentionDetector(open_lexicon(self.store_dir), self.memory, kinds=("entity",))
+            bank = self._case_bank()
+            # the mention prior learned from the bank's training questions, when the store has a bank
+            prior = bank.prior if bank else None
+            self._detector = MentionDetector(open_lexicon(self.store_dir), self.memory, prior, kinds=("entity",))
         out = []
         for m in self._detector.detect(question, max_mentions=4, max_candidates=3):
             for rank, c in enumerate(m.candidates):
@@ -200,6 +203,15 @@ class ExploreTranslator(Translator):
         for g, sim in zip(graphs, np.asarray(sims).tolist(), strict=True):
             g.features["vsim"] = float(sim)
 
+    def _case_bank(self) -> Any:
+        """The case bank (given, or the store's own), loaded once; False when there is none."""
+        if self._bank is None:
+            from kbqa.translators.casebank import CaseBank, bank_dir
+
+            folder = bank_dir(self.store_dir)
+            self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
+        return self._bank
+
     def _case_vote(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
         (when it has one) use the same predicate in the same direction — learned from training questions of
@@ -207,11 +219,7 @@ class ExploreTranslator(Translator):
         hops = [g for g in graphs if g.family == "hop"]
         if not hops:
             return
-        if self._bank is None:
-            from kbqa.translators.casebank import CaseBank, bank_dir
-
-            folder = bank_dir(self.store_dir)
-            self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
+        self._case_bank()
         if self._bank is False or not len(self._bank):
             return
         from kbqa.translators.casebank import question_key
