@@ -257,3 +257,9 @@ def test_mutated_texts_never_crash(text: str) -> None:
     assert not [e for e in r.errors if e.stage == "internal"], r.errors
     for e in r.errors:
         assert e.stage in ("parse", "validate") and isinstance(e.message, str) and e.message
+
+
+def test_headers_with_nothing_under_them_are_a_parse_error() -> None:
+    """Found by the fuzz test: empty sections gave no Plan and no error."""
+    r = parse_desq("ATOMIC CONSTRAINTS\nFRAGMENTS\nGROUNDING\n[p] property | p | p\n")
+    assert r.plan is None and [e.stage for e in r.errors] == ["parse"] and "no atomic constraints" in r.errors[0].message

@@ -123,6 +123,9 @@ def parse_desq(text: str, *, rewrite: Rewrite | None = None) -> ParseResult:
             constraints, grounding, fmt = _read_text(text, errs)
         if fmt != FORMAT:
             return ParseResult(None, errs.finish(), format=fmt)
+        if not constraints and not errs.errors:  # headers with nothing under them (or only stray lines)
+            errs.add("parse", "no atomic constraints: write `AC1: …` lines under ATOMIC CONSTRAINTS and "
+                              "`AC1 => SELECT …` under FRAGMENTS")
         plan = _build(constraints, grounding, errs) if constraints else None
         if rewrite is not None and plan is not None:
             plan, grounding = rewrite(plan, grounding)
