@@ -63,6 +63,7 @@ class ExploreTranslator(Translator):
         self._embedder: Any = None
         self._pred_vecs: dict[str, Any] = {}
         self._bank: Any = bank  # the case bank the `case_vote` feature reads (None: the store's own, if any)
+        self._cases: Any = None  # the cases translator over the same bank (the `case_entity` feature)
         self._exclude_ids: set[str] = set()
         self._exclude_questions: set[str] = set()
 
@@ -72,8 +73,12 @@ class ExploreTranslator(Translator):
 
         self._exclude_ids |= ids
         self._exclude_questions |= {question_key(q) for q in questions}
+        if self._cases is not None:
+            self._cases.exclude(ids, questions)
 
     def close(self) -> None:
+        if self._cases is not None:
+            self._cases.close()
         if self._own_memory:
             self.memory.close()
         if self._own_store:
@@ -212,6 +217,34 @@ class ExploreTranslator(Translator):
             self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
         return self._bank
 
+    def _case_entity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`case_entity` of one-hop candidates: whether the `cases` translator (same bank, same exclusions) fills
+        its entity slot with this candidate's anchor — its mention prior and (entity, property) KB check make
+        a second opinion on which of several same-label items the question means."""
+        hops = [g for g in graphs if g.family == "hop"]
+        bank = self._case_bank() if hops else False
+        if not bank or not len(bank):
+            return
+        if self._cases is None:
+            from kbqa.translators.cases import CasesTranslator
+
+            self._cases = CasesTranslator(self.store_dir, bank=bank, store=self.store, memory=self.memory)
+            self._cases.exclude(self._exclude_ids, self._exclude_questions)
+        from kbqa.translators.casebank import question_key
+
+        saved = set(self._cases.exclude_questions)
+        self._cases.exclude_questions.add(question_key(question))  # as for case_vote: never its own answer
+        try:
+            fills = self._cases.translate(question).details.get("fills") or {}
+        except KBQAError:  # cases has no structure for it: no second opinion
+            return
+        finally:
+            self._cases.exclude_questions = saved
+        chosen = {self.profile.expand(f["uri"]) for f in fills.values() if f.get("uri")}
+        for g in hops:
+            value = g.conds[0].value
+            g.features["case_entity"] = 1.0 if value is not None and value.value in chosen else 0.0
+
     def _case_vote(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
         (when it has one) use the same predicate in the same direction — learned from training questions of
@@ -291,6 +324,7 @@ class ExploreTranslator(Translator):
             pool.append(g)
         self._relation_similarity(question, a, pool)
         self._case_vote(question, a, pool)
+        self._case_entity(question, a, pool)
         self._graph_similarity(question, pool)
         for g in pool:
             g.score = self.ranker.score(g)
