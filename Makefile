@@ -51,13 +51,13 @@ test: $(STAMP) browser llama
 	$(BIN)/ruff check .
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
 
-# The inner loop: no browser, no llama.cpp build, no model weights (the suite less those tests). `make test`
+# The inner loop: no browser, no llama.cpp build, no model weights, no whole-benchmark-file tests (`slow`). `make test`
 # stays the full suite that .ci/run calls.
 FAST_SKIP = tests/test_server_browser.py tests/test_models_llama.py tests/test_grammars_qcompiler_pyrag_llama.py \
 	tests/test_models_hf.py tests/test_train.py tests/test_models_fetch.py tests/adversarial
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -q $(addprefix --ignore=,$(FAST_SKIP))
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -n 2 -m "not slow" $(addprefix --ignore=,$(FAST_SKIP))
 
 # Maintainers only: rebuild the committed sample dumps and benchmark copies from ../shared/data.
 samples: $(STAMP)

@@ -23,6 +23,7 @@ def sampled(dataset: str) -> CoverageReport:
     return coverage(dataset, sample=SAMPLE)
 
 
+@pytest.mark.slow  # decompose over whole benchmark files: CI runs it, `make test-fast` does not
 @pytest.mark.parametrize("dataset", COVERAGE_DATASETS)
 def test_coverage_at_least_90_percent(dataset: str) -> None:
     report = sampled(dataset)

@@ -65,6 +65,7 @@ def test_registry_files_exist_and_are_gzip():
         assert fmt in FORMATS
 
 
+@pytest.mark.slow  # every benchmark file parsed in full: CI runs it, `make test-fast` does not
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_real_benchmark_counts(name):
     recs = records(name)
@@ -79,6 +80,7 @@ def test_real_benchmark_counts(name):
     assert detect_format(BENCHMARK_DIR / BENCHMARKS[name][0]) == BENCHMARKS[name][1]
 
 
+@pytest.mark.slow
 def test_list_benchmarks_reports_every_set():
     infos = {b.name: b for b in list_benchmarks(check_syntax=False)}
     assert set(infos) == set(EXPECTED)
