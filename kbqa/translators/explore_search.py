@@ -320,7 +320,7 @@ class Search:
                 # the answer is at the other end: for `e p ?x` the step from ?x is backward
                 cond = Cond((Step(p, not d),), "=", Term("iri", lk.iri, label=lk.label or lk.text), text=lk.text,
                             score=lk.score)
-                g = Graph("hop", conds=[cond], distinct=True)
+                g = Graph("hop", conds=[cond])  # no DISTINCT: answers are sets; a gold query rarely says it
                 pspans = [pl.span for pl in a.predicates if pl.iri == p and not overlaps(pl.span, lk.span)]
                 g.features = {"cond_score": lk.score, "n_conds": 1, "rel_lex": rel.get(p, 0.0) if pspans else 0.0,
                               "coverage": _coverage(a, [lk.span] + pspans[:1])}
