@@ -320,14 +320,13 @@ class ExploreTranslator(Translator):
             if k in seen:
                 continue
             seen.add(k)
-            g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
             pool.append(g)
         self._relation_similarity(question, a, pool)
         self._case_vote(question, a, pool)
         self._case_entity(question, a, pool)
         self._graph_similarity(question, pool)
         for g in pool:
-            g.score = self.ranker.score(g)
+            g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
         pool.sort(key=lambda g: -g.score)
         checked: list[Graph] = []
         executed = 0
