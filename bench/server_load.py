@@ -155,7 +155,12 @@ def start_server(store: Path, replay: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "kbqa.cli", "serve", "--store", str(store), "--port", str(port),
                              "--backend", "replay", "--replay", str(replay), "--log-level", "warning"], env=env)
-    deadline = time.monotonic() + 300
+    return wait_healthy(proc, port, "the server")
+
+
+def wait_healthy(proc: subprocess.Popen, port: int, what: str, timeout_s: float = 300) -> subprocess.Popen:
+    """`proc` once its /healthz answers 200; SystemExit when it exits first or takes over `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
@@ -163,10 +168,10 @@ def start_server(store: Path, replay: Path, port: int) -> subprocess.Popen:
         except httpx.TransportError:
             pass
         if proc.poll() is not None:
-            raise SystemExit("the server exited at startup")
+            raise SystemExit(f"{what} exited at startup")
         time.sleep(0.5)
     proc.kill()
-    raise SystemExit("the server did not start in 300 s")
+    raise SystemExit(f"{what} did not start in {timeout_s:g} s")
 
 
 def main() -> None:

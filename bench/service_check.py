@@ -26,12 +26,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
-from bench.server_load import load, pick_store, workload
+from bench.server_load import load, pick_store, wait_healthy, workload
 from kb_dumps.sparql_check import QueryFacts, RefusedQuery
 from kb_dumps.sparql_text import mask
 
@@ -67,17 +64,7 @@ def start(store: Path, port: int, check: str) -> subprocess.Popen:
     cmd = ([sys.executable, "-m", "kbqa.cli", "serve", *serve] if check == "parsed"
            else [sys.executable, "-m", "bench.service_check", "--serve-text-check", *serve])
     proc = subprocess.Popen(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            raise SystemExit(f"the {check} server exited at startup")
-    proc.kill()
-    raise SystemExit(f"the {check} server did not start in 300 s")
+    return wait_healthy(proc, port, f"the {check} server")
 
 
 def main() -> None:
