@@ -47,7 +47,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--server", default=None, metavar="URL",
                    help="ask a running `kbqa serve` at URL instead of loading the store and models in this process "
                         "(its store and translator answer; --store/--backend/--model do not apply)")
-    p.add_argument("--explain", action="store_true", help="also print the translator's parts and the Plan")
+    p.add_argument("--explain", action="store_true", help="also print the ranked candidates (explore), the "
+                   "front-end's parts and the Plan")
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                    help="also print the translator's text and what it was based on")
     add_format_flag(p)

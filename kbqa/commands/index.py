@@ -21,7 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "index", help="build the grounding index of a store",
         description="Embed the label memory (label: description, and each alias) into an HNSW vector index and "
                     "build the lexical index, under <store>/index/. Rows added by `kbqa ingest --append` are "
-                    "embedded incrementally.",
+                    "embedded incrementally. Also rebuilds the schema and value memory (<store>/schema/: classes, "
+                    "predicates, quotable literals) that the explore translator reads.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_store_flag(p)
     p.add_argument("--rebuild", action="store_true", help="drop the index and embed every row again")
