@@ -10,7 +10,7 @@ from kbqa.commands.common import add_format_flag, add_store_flag, print_json, re
 
 EXAMPLE = """kbqa cases build                                  default training sets of the store's KB
   kbqa cases build --sets simplequestions-train,wwq-train --exclude-set wwq-train
-  kbqa cases build --sets lcquad2-dev,qald9plus-train  (LC-QuAD dev only when evaluating on something else)
+  kbqa cases build --exclude-set lcquad2-dev          (leave out the set you will score, or let `kbqa eval` exclude it)
   kbqa cases search "where was X born" --k 5
   kbqa cases info"""
 

@@ -202,16 +202,19 @@ class CaseBank:
             return []
         skip = bool(exclude_ids or exclude_questions)
         n = min(len(self.cases), k * 2 if skip else k)
-        labels, dists = self.index.knn_query(vector.reshape(1, -1), k=n)
-        hits = []
-        for lab, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
-            case = self.cases[lab]
-            if exclude_ids and (case.id in exclude_ids or f"{case.dataset}:{case.qid}" in exclude_ids):
-                continue
-            if exclude_questions and question_key(case.question) in exclude_questions:
-                continue
-            hits.append(Hit(case, 1.0 - float(dist)))
-        return hits[:k]
+        while True:  # a whole excluded set (the one being scored) may crowd the nearest cases: widen until k
+            labels, dists = self.index.knn_query(vector.reshape(1, -1), k=n)
+            hits = []
+            for lab, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
+                case = self.cases[lab]
+                if exclude_ids and (case.id in exclude_ids or f"{case.dataset}:{case.qid}" in exclude_ids):
+                    continue
+                if exclude_questions and question_key(case.question) in exclude_questions:
+                    continue
+                hits.append(Hit(case, 1.0 - float(dist)))
+            if len(hits) >= k or n >= len(self.cases):
+                return hits[:k]
+            n = min(len(self.cases), n * 4)
 
     def search(self, question: str, k: int = 20, **kw: Any) -> list[Hit]:
         """Nearest cases to a (masked or plain) question text."""

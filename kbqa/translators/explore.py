@@ -20,6 +20,7 @@ from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kb_dumps.store import Store
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
 from kbqa.translators.explore_rank import Ranker
@@ -39,7 +40,7 @@ class ExploreTranslator(Translator):
 
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
-                 schema: SchemaMemory | None = None, bank: Any = None):
+                 schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE):
         self.store_dir = Path(store_dir)
         layout = StoreLayout.of(self.store_dir)
         if not layout.exists():
@@ -66,6 +67,8 @@ class ExploreTranslator(Translator):
         self._cases: Any = None  # the cases translator over the same bank (the `case_entity` feature)
         self._exclude_ids: set[str] = set()
         self._exclude_questions: set[str] = set()
+        self.weak_score = weak_score
+        self._fallback = CaseFallback(self)
 
     def exclude(self, ids: set[str], questions: set[str]) -> None:
         """Benchmark questions `kbqa eval` scores never vote through the case bank."""
@@ -357,6 +360,12 @@ class ExploreTranslator(Translator):
         self.check_frontend(frontend)
         t0 = time.perf_counter()
         a, ranked, info = self.search(question)
+        reason = weak(ranked, self.weak_score)
+        if reason:  # the store lacks the facts: the nearest case's structure, every slot re-grounded
+            res = self._fallback.translate(question, reason, info, qid=qid)
+            if res is not None:
+                res.seconds = time.perf_counter() - t0
+                return res
         if not ranked:
             linked = [f"{lk.kind} {lk.label or lk.text!r}" for lk in (a.classes + a.predicates + a.values +
                                                                          a.entities)[:8]]

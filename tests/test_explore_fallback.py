@@ -1,0 +1,97 @@
+"""`explore`'s case fallback where the store lacks the facts: the nearest case's structure with every slot —
+property, sort direction, entity — re-grounded from the question, a clear `details` mark, and no fallback when
+the search finds an answer. A tiny people KG (tests/fixtures/explore_fallback/) and a three-question bank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grounding.build import build_index
+from kb_dumps.ingest import ingest
+from kbqa.frontends.desq import parse_desq
+from kbqa.pipeline import Engine
+from kbqa.translators.casebank import bank_dir
+from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
+from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore_fallback import weak
+from kbqa.translators.explore_graphs import Cond, Graph, Step
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explore_fallback"
+EX = "http://example.org/people/"
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("fallback") / "people"
+    ingest([FIXTURES / "people.ttl"], store, profile="generic", progress=False)
+    build_index(store, progress=False)
+    stats = build_case_bank(store, [str(FIXTURES / "cases.json")], folder=bank_dir(store), progress=False)
+    assert stats.cases == 3
+    return store
+
+
+@pytest.fixture(scope="module")
+def translator(people: Path):
+    tr = ExploreTranslator(people)
+    yield tr
+    tr.close()
+
+
+def _grounding(text: str) -> dict[str, str | None]:
+    parsed = parse_desq(text)
+    assert parsed.ok, parsed.errors
+    return {g.label: g.uri for g in parsed.grounding}
+
+
+def test_a_superlative_gets_the_questions_property_and_direction(translator: ExploreTranslator) -> None:
+    # the nearest case is "Who is the tallest person?" (height, descending): neither may be copied
+    out = translator._fallback.translate("Who is the lightest person?", "test", {})
+    assert out is not None and out.details["fallback"]["case_question"] == "Who is the tallest person?"
+    uris = set(_grounding(out.text).values())
+    assert EX + "mass" in uris and EX + "height" not in uris and EX + "Person" in uris
+    assert "ORDER BY ASC" in out.text.replace("ORDER BY ?", "ORDER BY ASC ?") and "DESC" not in out.text
+    how = {s["how"] for s in out.details["fallback"]["slots"]}
+    assert {"regrounded", "direction"} <= how
+
+
+def test_a_property_named_differently_is_regrounded_and_a_shared_one_kept(translator: ExploreTranslator) -> None:
+    out = translator._fallback.translate("Who is the sibling of Dora Moss?", "test", {})
+    assert out is not None
+    assert set(_grounding(out.text).values()) == {EX + "sibling", EX + "dora"}
+    kept = translator._fallback.translate("Who is the spouse of Erin Lake?", "test", {})
+    assert kept is not None and set(_grounding(kept.text).values()) == {EX + "spouse", EX + "erin"}
+    assert all(s["how"] == "kept" for s in kept.details["fallback"]["slots"])
+
+
+def test_a_store_without_the_facts_gets_the_fallback_with_a_mark(people: Path, translator: ExploreTranslator) -> None:
+    # Ada has a name and nothing else: the only graph that executes lists every person ("who"), which leaves
+    # the question's entity unused; the case's structure is re-grounded instead
+    out = translator.translate("Who is the employer of Ada Quill?")
+    mark = out.details["fallback"]
+    assert mark["reason"] == "bare class" and mark["case_question"] == "Who is the employer of Dora Moss?"
+    assert set(_grounding(out.text).values()) == {EX + "employer", EX + "ada"}
+    assert out.backend == "explore" and "search" in out.details
+    with Engine(store=people) as engine:
+        engine.translator = translator
+        res = engine.ask("Who is the employer of Ada Quill?", execute=False)
+        assert res.ok and f"<{EX}ada> <{EX}employer>" in res.sparql.replace("\n", " ")
+
+
+def test_no_fallback_when_the_search_answers(translator: ExploreTranslator) -> None:
+    out = translator.translate("Who is the employer of Carl Moss?")
+    assert "fallback" not in out.details and out.details["candidates"]
+    assert EX + "acme" not in out.text or EX + "employer" in out.text
+
+
+def test_weak_rule() -> None:
+    hop = Graph("hop", conds=[Cond((Step(EX + "employer"),), "exists")], score=1.0)
+    assert weak([]) == "no candidate"
+    assert weak([hop], threshold=2.0) == "weak" and weak([hop], threshold=0.5) is None and weak([hop]) is None
+    assert weak([Graph("class", focus_class=EX + "Person", features={"coverage": 0.5})]) == "bare class"
+    assert weak([Graph("class", focus_class=EX + "Person", features={"coverage": 1.0})]) is None
+
+
+def test_the_default_bank_holds_every_wikidata_development_set() -> None:
+    assert {"lcquad2-dev", "wwq-dev", "wwq-train", "qald9plus-train"} <= set(DEFAULT_SETS["wikidata"])
