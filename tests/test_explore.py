@@ -168,6 +168,26 @@ def test_families_on_the_zoo(zoo_engine: Engine, question: str, expected: list[l
     assert result.translation["backend"] == "explore"
 
 
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What is the maximum weight of Leo and Zara?", [["320"]]),  # named items as the focus set + MAX
+    ("What is the average weight of Leo and Nala?", [["160"]]),
+    ("What is the maximum weight of the animals?", [["320"]]),  # "what is the maximum X": the value, not the item
+    ("What is the most common enclosure of the animals?", [[EX + "savanna", "3"]]),  # group by a related class
+])
+def test_set_and_frequency_families_on_the_zoo(zoo_engine: Engine, question: str, expected: list[list[str]]) -> None:
+    assert _values(zoo_engine.ask(question)) == sorted(expected)
+
+
+def test_abbreviated_names_and_cue_words() -> None:
+    from kbqa.translators.explore_link import _name_score, cue_spans
+
+    assert _name_score(["attack"], ["atk"]) >= 0.8 and _name_score(["weight"], ["wgt"]) >= 0.8
+    assert _name_score(["average"], ["age"]) < 0.8  # a vowel in the name: no consonant skeleton
+    q = "What is the most common language of creatures with more than 3 legs?"
+    assert [q[s:e] for s, e in cue_spans(q)] == ["common", "more"]
+    assert cue_spans("Which creatures speak Common?") == []
+
+
 def test_two_items_compared(zoo_engine: Engine) -> None:
     yes = zoo_engine.ask("Is Zara heavier than Leo?")
     no = zoo_engine.ask("Is Leo heavier than Zara?")

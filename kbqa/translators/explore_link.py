@@ -40,7 +40,7 @@ AGG_WORDS = {"average": "AVG", "mean": "AVG", "avg": "AVG", "minimum": "MIN", "m
 SUPERLATIVE_DESC = ("highest", "largest", "biggest", "greatest", "most", "oldest", "heaviest", "longest",
                     "maximum", "top", "best", "latest", "newest", "tallest", "fastest", "max")
 SUPERLATIVE_ASC = ("lowest", "smallest", "least", "youngest", "lightest", "shortest", "minimum", "fewest",
-                   "earliest", "worst", "min", "slowest", "cheapest")
+                   "earliest", "worst", "min", "slowest", "cheapest", "rarest")
 NEGATIONS = ("not ", "no ", "never ", "without ", "n't ", "none ", "nothing ")
 GROUP_CUES = ("each ", "every ", "per ", "for each", "for every", "in each", "by each", "of each", "different ")
 
@@ -211,7 +211,17 @@ def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
         return 0.85
     if len(span_stems) == 1 and len(name_stems) == 1 and 3 <= len(b) < len(a) - 1 and a.startswith(b):
         return 0.82  # an abbreviated name: *con* for "constitution", *wis* for "wisdom"
+    if len(span_stems) == 1 and len(name_stems) == 1 and _consonant_skeleton(a, b):
+        return 0.8  # a name written with the word's consonants: *atk* for "attack", *pts* for "points"
     return fuzz.ratio(a, b) / 100.0
+
+
+def _consonant_skeleton(word: str, name: str) -> bool:
+    """Whether `name` (3+ letters) is `word`'s first letter followed by some of its later consonants, in order."""
+    if not 3 <= len(name) <= len(word) - 2 or name[0] != word[0] or not name.isalpha():
+        return False
+    rest = iter(ch for ch in word[1:] if ch not in "aeiou")
+    return all(ch not in "aeiou" and any(ch == w for w in rest) for ch in name[1:])
 
 
 def _acronym_score(span_stems: list[str], core: list[str]) -> float:
@@ -292,6 +302,22 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
             out.append(Link("value", p, 0.8, (s, e), text, text, None, label=schema.predicates[p].label
                             if p in schema.predicates else "", op="contains"))
     out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
+    return out
+
+
+# Words that, after "most" / "least" / "second most", say how often rather than name anything ("the most common
+# alignment", "the least popular language").
+FREQUENCY_WORDS = ("common", "popular", "frequent", "frequently", "often", "usual", "prevalent", "widespread")
+
+
+def cue_spans(question: str) -> list[tuple[int, int]]:
+    """Spans of the question that are structure words, never an entity, value or item-name word."""
+    pat = (r"\b(?:most|least|second most|more|less)\s+(" + "|".join(FREQUENCY_WORDS) + r")\b|\b(rarest|commonest)\b"
+           r"|\b(greater|more|less|fewer|higher|lower|bigger|smaller|larger) than\b")
+    out = []
+    for m in re.finditer(pat, question.lower()):
+        g = next(i for i in (1, 2, 3) if m.group(i))
+        out.append((m.start(g), m.end(g)))
     return out
 
 

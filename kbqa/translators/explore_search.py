@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
 from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
-from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, overlaps
+from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, cue_spans, overlaps
 
 MAX_JOINS = 2
 MAX_FOCUS = 3
+MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
+MIN_NAMED = 3  # items whose names must contain a word before it reads as a kind of item ("trolls")
 # Classes of the modelling vocabulary itself (every individual of an OWL file is an owl:NamedIndividual):
 # never what a question is about.
 META_NAMESPACES = ("http://www.w3.org/2002/07/owl#", "http://www.w3.org/2000/01/rdf-schema#",
@@ -107,6 +109,9 @@ class Search:
     # ---- the families ------------------------------------------------------------------------------
     def candidates(self, a: Anchors) -> Iterator[Graph]:
         self.deadline = time.perf_counter() + self.budget_s
+        taken = cue_spans(a.question)  # "the most common alignment": *common* is the cue, not the language
+        a.entities = [lk for lk in a.entities if not any(overlaps(lk.span, sp) for sp in taken)]
+        a.values = [lk for lk in a.values if not any(overlaps(lk.span, sp) for sp in taken)]
         n = 0
         for gen in (self._compare_graphs(a), self._class_graphs(a), self._entity_graphs(a)):
             for g in gen:
@@ -159,6 +164,7 @@ class Search:
         """Alternative sets of value/entity constraints: per span, its reachable readings; combined."""
         per_span: list[list[tuple[Cond, tuple[int, int]]]] = []
         taken: list[tuple[int, int]] = list(used)
+        strong: list[tuple[int, int]] = list(used)  # spans read by a link sure enough to rule out a name word
         for lk in a.values + a.entities:
             if any(overlaps(lk.span, t) for t in taken) and not any(lk.span == t for t in taken):
                 continue
@@ -169,9 +175,13 @@ class Search:
                     readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1))),
                                      lk.span))
             else:
-                for path in self._entity_paths(focus, lk.iri)[:2]:
+                # the entity as a focus item itself only when its words are not the focus class's own name
+                as_item = lk.score >= MIN_ITEM_LINK and not any(overlaps(lk.span, u) for u in used)
+                for path in [p for p in self._entity_paths(focus, lk.iri) if p or as_item][:2]:
                     term = Term("iri", lk.iri, label=lk.label or lk.text)
                     readings.append((Cond(path, "=", term, text=lk.text, score=lk.score), lk.span))
+            if any(r[0].path == () for r in readings):
+                readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
             if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
                 readings.append((None, lk.span))  # a bare number may be a count or an attribute's value instead
             if readings:
@@ -181,9 +191,16 @@ class Search:
                 else:
                     per_span.append(readings)
                     taken.append(lk.span)
+                if lk.score >= 0.5:
+                    strong.append(lk.span)
         per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
-        for reading in self._name_words(a, focus, taken):
-            per_span.append([reading, (None, reading[1])])
+        for reading in self._name_words(a, focus, strong):
+            # a weak entity link on the same words ("spiders" / *Spindler*) stays an alternative to the name word
+            same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
+            if same:
+                same[0].append(reading)
+            else:
+                per_span.append([reading, (None, reading[1])])
         if not per_span:
             yield [], [], 0.0
             return
@@ -193,7 +210,9 @@ class Search:
             if not combo:
                 yield [], [], 0.0
                 continue
-            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question)
+            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question, lists=not a.cues.ask)
+            if sum(1 for c in conds if c.path == () and c.op == "=") > 1:
+                continue  # the focus cannot be two items at once
             yield conds, spans, sum(c.score for c in conds) / len(conds)
             if neg:  # "which … do not …": the constraint after the negation word is negated
                 last = max(range(len(conds)), key=lambda i: spans[i][0])
@@ -209,7 +228,7 @@ class Search:
 
         from kbqa.translators.explore_link import singular
 
-        linked = taken + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
+        linked = taken + cue_spans(a.question) + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
         total = self.schema.classes.get(focus, {}).get("count", 0)
         out: list[tuple[Cond, tuple[int, int]]] = []
         for m in re.finditer(r"[A-Za-z]{4,}", a.question):
@@ -221,18 +240,23 @@ class Search:
                      f"FILTER(CONTAINS(LCASE(STR(?x)), \"{form}\")) }}")
                 rows = self._rows(q)
                 n = int(rows[0][0]["value"]) if rows and rows[0] and rows[0][0] else 0
-                if 0 < n and (not total or n <= 0.5 * total):
+                # a word in one or two names is an accident of naming ("creature" in one long name), not a kind
+                if MIN_NAMED <= n and (not total or n <= 0.5 * total):
                     out.append((Cond((), "contains", Term("literal", form, label=form), text=word, score=0.5,
                                      name_filter=True), (m.start(), m.end())))
                     break
         return out
 
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
-        q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
+        # ?d 2: the entity is itself one of the focus items ("the maximum constitution of Kraken and Leviathan")
+        q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ <{entity}> <{self.schema.type_predicate}> <{focus}> BIND(2 AS ?d) "
+             f"BIND(<{self.schema.type_predicate}> AS ?p) }} UNION "
+             f"{{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
              f"BIND(1 AS ?d) }} UNION {{ ?x <{self.schema.type_predicate}> <{focus}> . <{entity}> ?p ?x "
              f"BIND(0 AS ?d) }} }} LIMIT 20")
-        rows = self._rows(q)
-        return [(Step(r[0]["value"], r[1]["value"] == "1"),) for r in rows if r[0] and r[1]]
+        rows = [r for r in self._rows(q) if r[0] and r[1]]
+        return [() if r[1]["value"] == "2" else (Step(r[0]["value"], r[1]["value"] == "1"),)
+                for r in sorted(rows, key=lambda r: r[1]["value"] != "2")]
 
     def _attributes(self, a: Anchors, focus: str, spans: list[tuple[int, int]]) -> list[tuple[Path, Link]]:
         """Predicate links reachable from the focus whose span is not already used, best first."""
@@ -243,6 +267,8 @@ class Search:
             info = self.schema.predicates.get(lk.iri)
             if info is None or not (info.literal or self._categorical(lk.iri)):
                 continue
+            if lk.iri == self.schema.type_predicate and any(0 <= lk.span[0] - c.span[1] <= 1 for c in a.classes):
+                continue  # "alignment type", "pet type": the word after a class name says "that class"
             paths = self.paths.to_predicate(focus, lk.iri)
             if paths:
                 out.append((paths[0], lk))
@@ -324,6 +350,8 @@ class Search:
                 pspans = [pl.span for pl in a.predicates if pl.iri == p and not overlaps(pl.span, lk.span)]
                 g.features = {"cond_score": lk.score, "n_conds": 1, "rel_lex": rel.get(p, 0.0) if pspans else 0.0,
                               "coverage": _coverage(a, [lk.span] + pspans[:1])}
+                if a.cues.aggregates:  # "the average weight of X and Y": one item's value leaves the cue unread
+                    g.features["cue_miss"] = 1.0
                 if a.cues.count:
                     g.aggs = [("COUNT", None)]
                 if a.cues.ask:
@@ -362,15 +390,18 @@ class _Shape:
         self.features = self.features or {}
 
 
-def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str
+def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, lists: bool = True
               ) -> tuple[list[Cond], list[tuple[int, int]]]:
-    """Two values of the same path joined by "or" ("in 2014 or 2015") become one `IN` constraint."""
+    """Two values of the same path joined by "or" ("in 2014 or 2015") become one `IN` constraint; with `lists`,
+    so do focus items joined by "and" ("the average age of X and Y"; a yes/no question means both, not either)."""
     out: list[Cond] = []
     out_spans: list[tuple[int, int]] = []
     for c, sp in sorted(zip(conds, spans, strict=True), key=lambda cs: cs[1][0]):
         prev = out[-1] if out else None
+        gap = f" {question[out_spans[-1][1]:sp[0]].lower()} " if out_spans else ""
+        # "X or Y" on one path is either value; "X and Y" of the focus items themselves lists them
         if (prev is not None and prev.op in ("=", "in") and c.op == "=" and prev.path == c.path and c.value
-                and " or " in f" {question[out_spans[-1][1]:sp[0]].lower()} "):
+                and (" or " in gap or (lists and c.path == () and (" and " in gap or gap.strip() == ",")))):
             vals = prev.values or ([prev.value] if prev.value else [])
             out[-1] = Cond(prev.path, "in", prev.value, text=f"{prev.text} or {c.text}", score=prev.score,
                            values=vals + [c.value])

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kbqa.translators.explore_graphs import Cond, Path, Step, Term
-from kbqa.translators.explore_link import TEMPORAL, Link
+from kbqa.translators.explore_link import TEMPORAL, Link, cue_spans
 
 if TYPE_CHECKING:
     from kbqa.translators.explore_search import Anchors, Search, _Shape
@@ -179,20 +179,31 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 pos = a.question.lower().find(cues.superlative_word)
                 numeric = [x for x in _near(free, pos, after=True) if _numeric(s, x[0])][:2]
                 numeric += _implied(s, focus, cues.superlative_word, pos)
+                # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
+                value_asked = bool(cues.aggregates) and cues.wh in ("what", "how many") and not cues.top_k
                 for key in numeric:
                     shown = [p for p in free_paths if p != key[0]] or [()]
                     right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20
                     yield _Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
                                  conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
-                                 features={**f0, "cue_ok": 1.5 if right_after else 1.0})
+                                 features={**f0, "cue_ok": 0.5 if value_asked else 1.5 if right_after else 1.0})
                 for path, _lk, cls_span in related:  # "the stadium with the most concerts"
                     yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
-                if " common " in q or " most " in q:  # "the most common nationality": group by the attribute
-                    sure = " common " in q or " number of " in q or " frequent" in q
+                often = [sp for sp in cue_spans(a.question) if not a.question[sp[1]:].lstrip().startswith("than")]
+                # "the most common", "the rarest": the class named nearest the cue is what is counted per value
+                if often or " most " in q:  # "the most common nationality": group by the attribute
+                    sure = bool(often) or " number of " in q
                     for x in free[:2]:
                         yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
                                      conds=cc, spans=used_spans + [x[1].span],
                                      features={**f0, "cue_ok": 1.0 if sure else 0.4})
+                    for path, _lk, cls_span in (related if often else []):  # "the most common alignment":
+                        # the related item (a class the question names) that most focus items reach
+                        near = min(a.classes, key=lambda c: min(abs(c.span[0] - often[0][1]),
+                                                                abs(often[0][0] - c.span[1])))
+                        yield _Shape([path], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                                     conds=cc, spans=used_spans + [cls_span],
+                                     features={**f0, "cue_ok": 2.5 if near.span == cls_span else 1.5})
             if cues.order and free:
                 by = q.find(" by ")
                 keys = _near(free, by if by >= 0 else len(q), after=True)[:2]
