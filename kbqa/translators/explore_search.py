@@ -18,8 +18,8 @@ from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
 from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
 from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, cue_spans, overlaps
+from kbqa.translators.explore_paths import SchemaPaths
 
-MAX_JOINS = 2
 MAX_FOCUS = 3
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
 MIN_NAMED = 3  # items whose names must contain a word before it reads as a kind of item ("trolls")
@@ -45,55 +45,6 @@ class Anchors:
 
         return [(m.start(), m.end()) for m in re.finditer(r"\w+", self.question)
                 if m.group(0).lower() not in FUNCTION_WORDS]
-
-
-class SchemaPaths:
-    """Join paths between classes through IRI-valued predicates (both directions), shortest first."""
-
-    def __init__(self, schema: SchemaMemory):
-        self.schema = schema
-        self.edges: dict[str, list[tuple[Step, str]]] = {}
-        for p, info in schema.predicates.items():
-            if not info.ranges:
-                continue
-            for d in info.domains:
-                for r in info.ranges:
-                    self.edges.setdefault(d, []).append((Step(p, True), r))
-                    self.edges.setdefault(r, []).append((Step(p, False), d))
-
-    def to_class(self, start: str, goal: str, max_joins: int = MAX_JOINS) -> list[Path]:
-        if start == goal:
-            return [()]
-        out: list[Path] = []
-        frontier: list[tuple[str, Path]] = [(start, ())]
-        for _ in range(max_joins):
-            nxt = []
-            for cls, path in frontier:
-                for step, other in self.edges.get(cls, []):
-                    if any(s.pred == step.pred for s in path):
-                        continue
-                    np_ = path + (step,)
-                    if other == goal:
-                        out.append(np_)
-                    nxt.append((other, np_))
-            if out:
-                return out
-            frontier = nxt[:200]
-        return out
-
-    def to_predicate(self, start: str, pred: str, max_joins: int = MAX_JOINS) -> list[Path]:
-        """Paths from instances of `start` to the subject of `pred`, ending with `pred` itself (forward)."""
-        info = self.schema.predicates.get(pred)
-        if info is None:
-            return []
-        if start in info.domains or not info.domains:
-            return [(Step(pred, True),)]
-        paths: list[Path] = []
-        for d in info.domains:
-            for p in self.to_class(start, d, max_joins):
-                paths.append(p + (Step(pred, True),))
-        paths.sort(key=len)
-        return paths[:4]
 
 
 class Search:
