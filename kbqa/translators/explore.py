@@ -23,6 +23,7 @@ from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
+from kbqa.translators.explore_names import name_variants
 from kbqa.translators.explore_rank import Ranker
 from kbqa.translators.explore_search import Anchors, SchemaPaths, Search
 from kbqa.translators.settings import ModelSettings
@@ -30,6 +31,7 @@ from kbqa.translators.settings import ModelSettings
 DEFAULT_BUDGET_S = 2.0
 DEFAULT_CAP = 400
 SHOW_CANDIDATES = 5
+MAX_VARIANTS = 6  # weak links for respelt or shortened names (explore_names.py)
 
 
 class ExploreTranslator(Translator):
@@ -106,7 +108,12 @@ class ExploreTranslator(Translator):
                                 label=c.label))
         out.extend(self._partial_entities(question, out))
         out.sort(key=lambda lk: -lk.score)
-        return out[:8]
+        out = out[:8]
+        part = self._detector.lexicon.parts.get("entity")
+        if part is not None:  # names written differently from the label: weak links, the KG decides
+            out += [lk for lk in name_variants(question, out, part, self.memory)
+                    if lk.iri not in self.schema.classes and lk.iri not in self.schema.predicates][:MAX_VARIANTS]
+        return out
 
     def _partial_entities(self, question: str, found: list[Link]) -> list[Link]:
         """Entities whose label contains a content word of the question as a whole token ("draconic" names

@@ -182,6 +182,7 @@ class Link:
     datatype: str | None = None
     label: str = ""
     op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
+    variant: bool = False  # an entity named differently from its label (explore_names.py): a weak link
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

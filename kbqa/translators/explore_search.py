@@ -287,7 +287,8 @@ class Search:
         rel = {}
         for pl in a.predicates:
             rel[pl.iri] = max(rel.get(pl.iri, 0.0), pl.score)
-        for lk in a.entities[:4]:
+        # the best four mentions, and every weak link of a respelt or shortened name (the KG decides those)
+        for lk in a.entities[:4] + [e for e in a.entities[4:] if e.variant]:
             q = (f"SELECT ?p ?d (COUNT(*) AS ?n) WHERE {{ {{ <{lk.iri}> ?p ?o BIND(1 AS ?d) }} UNION "
                  f"{{ ?o ?p <{lk.iri}> BIND(0 AS ?d) }} }} GROUP BY ?p ?d LIMIT 200")
             for row in self._rows(q):

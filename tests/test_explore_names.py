@@ -1,0 +1,69 @@
+"""Weak entity links for names a question writes differently from the KG (explore_names.py): the name without
+its apostrophe, a short form, a title without its subtitle — and the search then answers through them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb_dumps.ingest import ingest
+from kb_dumps.label_memory import LabelMemory
+from kb_dumps.layout import StoreLayout
+from kbqa.pipeline import Engine
+from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore_link import Link
+from kbqa.translators.explore_names import name_variants
+from kbqa.translators.mentions import open_lexicon
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ROOT / "tests" / "fixtures" / "explore" / "names.ttl"
+EX = "http://example.org/names/"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("explore") / "names"
+    ingest([NAMES], path, profile="generic", progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def linked(store: Path):
+    memory = LabelMemory(StoreLayout.of(store).labels, readonly=True)
+    part = open_lexicon(store).parts["entity"]
+    yield lambda question, found=(): {lk.iri: lk for lk in name_variants(question, list(found), part, memory)}
+    memory.close()
+
+
+@pytest.mark.parametrize(("question", "item"), [
+    ("what kind of film is mockingbird dont sing", "mockingbird"),  # the apostrophe left out
+    ("where was charles momsen buried", "momsen"),  # a short form: the name's words in order
+    ("what genre is unforgivable blackness", "blackness"),  # a title without its subtitle
+])
+def test_a_name_written_differently_is_a_weak_variant_link(linked, question: str, item: str) -> None:
+    links = linked(question)
+    assert EX + item in links
+    lk = links[EX + item]
+    assert lk.variant and lk.kind == "entity"
+    assert 0 < lk.score < 0.5  # weaker than an exact mention: the KG has to confirm it
+    assert question[lk.span[0]:lk.span[1]] == lk.text
+
+
+def test_words_out_of_order_or_an_already_linked_item_are_not_variants(linked) -> None:
+    assert EX + "momsen" not in linked("where was momsen charles buried")
+    already = Link("entity", EX + "momsen", 0.9, (10, 24), "charles momsen")
+    assert EX + "momsen" not in linked("where was charles momsen buried", [already])
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("where was charles momsen buried", EX + "arlington"),
+    ("what genre is mockingbird dont sing", EX + "drama"),
+    ("what genre is unforgivable blackness", EX + "documentary"),
+])
+def test_the_search_answers_through_a_variant(store: Path, question: str, answer: str) -> None:
+    with Engine(store=store) as engine:
+        engine.translator = ExploreTranslator(store, store=engine.store)
+        result = engine.ask(question)
+    assert result.ok, [e.message for e in result.errors]
+    assert {c.value for row in result.answers.rows for c in row if c is not None} == {answer}
