@@ -54,7 +54,8 @@ test: $(STAMP) browser llama
 # The inner loop: no browser, no llama.cpp build, no model weights, no whole-benchmark-file tests (`slow`). `make test`
 # stays the full suite that .ci/run calls.
 FAST_SKIP = tests/test_server_browser.py tests/test_models_llama.py tests/test_grammars_qcompiler_pyrag_llama.py \
-	tests/test_models_hf.py tests/test_train.py tests/test_models_fetch.py tests/adversarial
+	tests/test_models_hf.py tests/test_train.py tests/test_models_fetch.py tests/adversarial \
+	tests/test_explore_chooser_llama.py
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -n 2 -m "not slow" $(addprefix --ignore=,$(FAST_SKIP))

@@ -117,6 +117,7 @@ class LlamaCppBackend(Backend):
         self._grammars: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.load_seconds = 0.0
+        self.last_prefix_tokens = 0  # prompt tokens of the last constrained request served from the KV cache
 
     @classmethod
     def from_settings(cls, s: ModelSettings) -> LlamaCppBackend:
@@ -237,8 +238,8 @@ class LlamaCppBackend(Backend):
         if len(tokens) >= self.n_ctx:
             raise ValueError(f"the prompt has {len(tokens)} tokens, more than the context window")
         stops = [s for s in [*stop, *template_stops] if s]
-        llm.reset()
-        llm.eval(tokens)  # llama.cpp: feed prompt tokens to the model (not Python eval)
+        self.last_prefix_tokens = _reuse_prefix(llm, tokens)
+        llm.eval(tokens[self.last_prefix_tokens:])  # llama.cpp: feed prompt tokens to the model (not Python eval)
         rng = np.random.default_rng(self.seed)
         vocab_ptr = llm._model.vocab
         n_vocab = llm.n_vocab()
@@ -304,6 +305,24 @@ def _pick(matcher: GrammarMatcher, logits: Any, temperature: float, rng: Any) ->
         p = np.exp(z - z.max())
         return int(rng.choice(top, p=p / p.sum()))
     return None  # nothing allowed: the grammar is complete only at the end of generation
+
+
+def _reuse_prefix(llm: Any, tokens: list[int]) -> int:
+    """Keep the KV cache of the longest prefix the previous request shares with `tokens`, so that a prompt's fixed
+    instructions are computed once (llama-cpp-python's own `generate` does the same; our constrained loop feeds
+    tokens itself). The last prompt token is always fed again: its logits start the generation. Returns the
+    tokens kept (0: the context was reset)."""
+    n = 0
+    if not (getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False)):
+        for a, b in zip(llm.input_ids[:llm.n_tokens].tolist(), tokens[:-1], strict=False):
+            if a != b:
+                break
+            n += 1
+    if n == 0 or not llm._ctx.kv_cache_seq_rm(-1, n, -1):
+        llm.reset()
+        return 0
+    llm.n_tokens = n
+    return n
 
 
 def _looks_like_repo(ref: str) -> bool:

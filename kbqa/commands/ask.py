@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kbqa.commands.common import (
     add_backend_flag,
+    add_chooser_flag,
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
   kbqa ask "..." --backend openai --model-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
+  kbqa ask "..." --explore-chooser llama-cpp --model smollm2-135m   a model picks among explore's top 5
   kbqa ask "..." --backend replay --replay outputs.jsonl --id q17
   kbqa ask "..." --server http://127.0.0.1:8000     ask a running `kbqa serve` (no model loading here)"""
 
@@ -39,6 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "or the server's model name (openai)")
     p.add_argument("--model-url", default=None, metavar="URL",
                    help="OpenAI-compatible model server URL (…/v1) of --backend openai")
+    add_chooser_flag(p)
     p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
@@ -65,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
-                                   replay_path=args.replay)
+                                   replay_path=args.replay, explore_chooser=args.explore_chooser)
     store, sparql_endpoint = store_target(args)
     if store is None and msettings.backend in ("cases", "explore"):
         # The case bank, label memory, schema memory and index live in a store directory; an endpoint has none.
@@ -98,7 +101,8 @@ def run_remote(args: argparse.Namespace) -> int:
 
     local_only = [flag for flag, value in (("--store", args.store), ("--backend", args.backend),
                                            ("--model", args.model), ("--model-url", args.model_url),
-                                           ("--replay", args.replay), ("--endpoint", args.sparql_endpoint))
+                                           ("--replay", args.replay), ("--endpoint", args.sparql_endpoint),
+                                           ("--explore-chooser", args.explore_chooser))
                   if value is not None]
     if local_only:
         raise KBQAError(f"{', '.join(local_only)} cannot be combined with --server: the server's own store and "

@@ -87,6 +87,18 @@ def add_backend_flag(p: argparse.ArgumentParser, help_: str) -> None:
                    help=f"{help_}. {table}")
 
 
+def add_chooser_flag(p: argparse.ArgumentParser) -> None:
+    """`--explore-chooser NAME`: a model backend that picks among the explore translator's top candidates."""
+    from kbqa.backends import BACKENDS
+
+    p.add_argument("--explore-chooser", default=None, metavar="NAME", choices=("none", *BACKENDS.names()),
+                   help="with the explore translator: a model that picks one of the ranker's top 5 candidates "
+                        f"(shown to it verbalised, answered with one number); one of none (default: the ranker's "
+                        f"pick), {', '.join(BACKENDS.names())}; the model is --model or KBQA_MODEL (llama-cpp: a GGUF or a name "
+                        "from `kbqa models list`; openai: the server's model at --model-url / KBQA_ENDPOINT). Setting "
+                        "KBQA_EXPLORE_CHOOSER; KBQA_EXPLORE_CHOOSER_K shows 2-9 candidates")
+
+
 def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
     """The translator and time-budget flags of the long-running faces (`kbqa serve`, `kbqa mcp`)."""
     add_backend_flag(p, f"translator of {what} (default: setting KBQA_BACKEND, else explore)")

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from kb_dumps.errors import EXIT_USAGE, KBQAError
-from kbqa.commands.common import add_endpoint_flags, add_format_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_chooser_flag,
+    add_endpoint_flags,
+    add_format_flag,
+    print_json,
+    resolve_store,
+    subparser,
+)
 from kbqa.frontends import FRONTENDS
 from kbqa.translators import translator_names
 from kbqa.translators.settings import get_model_settings
@@ -48,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                            "questions are always left out of the case bank")
     p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq",
                    help="with --backend: the language the translator writes (default desq)")
+    add_chooser_flag(p)
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N records only")
@@ -182,15 +190,15 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
 
 def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: list[Any], timeout: float,
                       row_cap: int, engines: list[Any], closers: list[Any],
-                      engine_kw: dict[str, Any] | None = None) -> Any:
+                      engine_kw: dict[str, Any] | None = None, explore_chooser: str | None = None) -> Any:
     """The whole system: Engine.ask with a translator backend. The questions being scored are excluded
     from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
     from kbqa.pipeline import Engine
     from kbqa.translators.settings import get_model_settings
 
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, settings=get_model_settings(backend=backend),
-                    **(engine_kw or {}))
+    settings = get_model_settings(backend=backend, explore_chooser=explore_chooser)
+    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, settings=settings, **(engine_kw or {}))
     engines.append(engine)  # closing the engine closes the translator it made
     engine.translator.exclude({r.id for r in records}, {q for r in records for q in r.questions.values()})
 
@@ -287,7 +295,7 @@ def _run(args: argparse.Namespace) -> int:
         settings.update(system=f"engine:{backend}:{args.frontend}", mode="engine")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(backend)}-{args.frontend}"
         predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,
-                                      closers, engine_kw)  # type: ignore[arg-type]
+                                      closers, engine_kw, args.explore_chooser)  # type: ignore[arg-type]
         jobs = 1  # one translator and one Engine, used in turn
     else:
         preds = read_predictions(args.predictions)

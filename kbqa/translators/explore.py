@@ -20,6 +20,7 @@ from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kb_dumps.store import Store
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.explore_chooser import Chooser, make_chooser
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
@@ -62,6 +63,7 @@ class ExploreTranslator(Translator):
         store_weights = layout.current / "ranker.json"  # written by `kbqa train --ranker` for this store
         self.ranker = ranker or _load_ranker(store_weights if store_weights.is_file() else None)
         self.budget_s, self.cap = budget_s, cap
+        self.chooser: Chooser | None = None  # a model that picks among the top candidates (None: the ranker's pick)
         self._detector: Any = None
         self._embedder: Any = None
         self._pred_vecs: dict[str, Any] = {}
@@ -82,6 +84,8 @@ class ExploreTranslator(Translator):
             self._cases.exclude(ids, questions)
 
     def close(self) -> None:
+        if self.chooser is not None:
+            self.chooser.close()
         if self._cases is not None:
             self._cases.close()
         if self._own_memory:
@@ -379,13 +383,17 @@ class ExploreTranslator(Translator):
             raise TranslateError(f"explore found no query graph with answers for this question; linked: "
                                  f"{', '.join(linked) or 'nothing'} (cues: {a.cues.to_dict() or 'none'})",
                                  qid=qid)
-        best = ranked[0]
+        chosen = self.chooser.choose(question, [verbalise(g, self.schema) for g in ranked[:self.chooser.k]]) \
+            if self.chooser is not None else None
+        best = ranked[chosen["used"] - 1] if chosen else ranked[0]
         text = write(best, self.schema, desq=True)
         details = {"search": info, "cues": a.cues.to_dict(),
                    "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
                    "candidates": [{"score": round(g.score, 4), "family": g.family, "rows": g.rows,
                                    "features": {k: round(v, 4) for k, v in self.ranker.features(g).items()},
                                    "verbalised": verbalise(g, self.schema)} for g in ranked[:SHOW_CANDIDATES]]}
+        if chosen is not None:
+            details["chooser"] = chosen
         return TranslationResult(text, "desq", backend="explore", seconds=time.perf_counter() - t0, details=details)
 
 
@@ -396,8 +404,10 @@ def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store 
         raise TranslateError("the explore translator searches a store: give --store DIR (for a remote endpoint, "
                              "`kbqa ingest --endpoint URL --store DIR` first), or choose another --backend")
     ranker = _load_ranker(settings.explore_weights) if settings.explore_weights else None
-    return ExploreTranslator(store_dir, store=store, memory=memory, budget_s=settings.explore_budget_s,
-                             cap=settings.explore_cap, ranker=ranker)
+    tr = ExploreTranslator(store_dir, store=store, memory=memory, budget_s=settings.explore_budget_s,
+                           cap=settings.explore_cap, ranker=ranker)
+    tr.chooser = make_chooser(settings)  # None unless a model backend is named (--explore-chooser)
+    return tr
 
 
 def _load_ranker(path: str | Path | None) -> Ranker:

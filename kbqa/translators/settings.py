@@ -76,6 +76,21 @@ class ModelSettings(BaseSettings):
     # explore: ranker weights (JSON, `kbqa train --ranker` writes them); empty = the shipped weights.
     explore_weights: Path | None = None
 
+    # explore: a model backend (openai, llama-cpp, hf; over `model` / `endpoint` above) that picks one of the ranker's
+    # top `explore_chooser_k` candidates from their verbalisations, answering one number; "" = the ranker's pick.
+    explore_chooser: str = ""
+    explore_chooser_k: int = Field(default=5, ge=2, le=9)
+
+    @field_validator("explore_chooser")
+    @classmethod
+    def _known_chooser(cls, value: str) -> str:
+        from kbqa.backends import BACKENDS
+
+        value = "" if value.strip().lower() in ("", "none") else value.strip()
+        if value and value not in BACKENDS.names():
+            raise ValueError(f"unknown explore chooser {value!r}; choose none or one of {', '.join(BACKENDS.names())}")
+        return value
+
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
