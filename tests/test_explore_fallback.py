@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 
 from grounding.build import build_index
+from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
+from kbqa.translators.base import TranslateError
 from kbqa.translators.casebank import bank_dir
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore_fallback import weak
 from kbqa.translators.explore_graphs import Cond, Graph, Step
+from kbqa.translators.settings import get_model_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explore_fallback"
 EX = "http://example.org/people/"
@@ -95,3 +98,23 @@ def test_weak_rule() -> None:
 
 def test_the_default_bank_holds_every_wikidata_development_set() -> None:
     assert {"lcquad2-dev", "wwq-dev", "wwq-train", "qald9plus-train"} <= set(DEFAULT_SETS["wikidata"])
+
+
+def test_fallback_modes(people: Path) -> None:
+    # "always" (a sample store): the case's structure even where the search answers; "never": the search's
+    # bare class list stays; an unknown mode is refused by the translator and by the settings
+    always = ExploreTranslator(people, fallback="always")
+    never = ExploreTranslator(people, fallback="never")
+    try:
+        out = always.translate("Who is the employer of Carl Moss?")
+        assert out.details["fallback"]["reason"].startswith("always")
+        out = never.translate("Who is the employer of Ada Quill?")
+        assert "fallback" not in out.details and out.details["candidates"]
+    finally:
+        always.close()
+        never.close()
+    with pytest.raises(TranslateError, match="unknown explore fallback"):
+        ExploreTranslator(people, fallback="sometimes")
+    with pytest.raises(KBQAError, match="explore_fallback"):
+        get_model_settings(explore_fallback="sometimes")
+    assert get_model_settings(explore_fallback="always").explore_fallback == "always"

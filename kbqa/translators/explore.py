@@ -10,6 +10,7 @@ work unchanged. `details["candidates"]` keeps the top candidates with their feat
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ from kbqa.translators.settings import ModelSettings
 DEFAULT_BUDGET_S = 2.0
 DEFAULT_CAP = 400
 SHOW_CANDIDATES = 5
+# When the nearest case's structure, re-grounded (explore_fallback.py), replaces the search: "auto" when the search
+# finds nothing or only a bare class list; "always" for a sample store that lacks most facts (LC-QuAD 2.0, QALD,
+# WikiWebQuestions on wikidata-mini); "never".
+FALLBACK_MODES = ("auto", "always", "never")
 MAX_VARIANTS = 6  # weak links for respelt or shortened names (explore_names.py)
 
 
@@ -43,7 +48,8 @@ class ExploreTranslator(Translator):
 
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
-                 schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE):
+                 schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE,
+                 fallback: str = "auto"):
         self.store_dir = Path(store_dir)
         layout = StoreLayout.of(self.store_dir)
         if not layout.exists():
@@ -72,6 +78,9 @@ class ExploreTranslator(Translator):
         self._exclude_ids: set[str] = set()
         self._exclude_questions: set[str] = set()
         self.weak_score = weak_score
+        if fallback not in FALLBACK_MODES:
+            raise TranslateError(f"unknown explore fallback {fallback!r}; choose one of {', '.join(FALLBACK_MODES)}")
+        self.fallback = fallback
         self._fallback = CaseFallback(self)
 
     def exclude(self, ids: set[str], questions: set[str]) -> None:
@@ -94,7 +103,7 @@ class ExploreTranslator(Translator):
             self.store.close()
 
     # ---- linking -----------------------------------------------------------------------------------
-    def _entities(self, question: str) -> list[Link]:
+    def _entities(self, question: str, avoid: Sequence[tuple[int, int]] = ()) -> list[Link]:
         """Entity mentions through the store's lexical index (the mention detector of the cases translator)."""
         if self._detector is None:
             from kbqa.translators.mentions import MentionDetector, open_lexicon
@@ -115,7 +124,7 @@ class ExploreTranslator(Translator):
         out = out[:8]
         part = self._detector.lexicon.parts.get("entity")
         if part is not None:  # names written differently from the label: weak links, the KG decides
-            out += [lk for lk in name_variants(question, out, part, self.memory)
+            out += [lk for lk in name_variants(question, out, part, self.memory, avoid)
                     if lk.iri not in self.schema.classes and lk.iri not in self.schema.predicates][:MAX_VARIANTS]
         return out
 
@@ -297,7 +306,8 @@ class ExploreTranslator(Translator):
         cues = read_cues(question)
         schema_links = link_schema(question, self.schema)
         classes = [lk for lk in schema_links if lk.kind == "class"]
-        entities = self._entities(question)
+        # a span that names a class or predicate well is not a respelt item name
+        entities = self._entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
         self._qualify(question, entities, classes)
         return Anchors(question, cues, classes, [lk for lk in schema_links if lk.kind == "predicate"],
                        link_values(question, self.schema, cues), entities)
@@ -370,8 +380,13 @@ class ExploreTranslator(Translator):
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
         self.check_frontend(frontend)
         t0 = time.perf_counter()
+        if self.fallback == "always":  # a sample store: the nearest case's structure first, the search if none
+            res = self._fallback.translate(question, "always (a sample store)", {}, qid=qid)
+            if res is not None:
+                res.seconds = time.perf_counter() - t0
+                return res
         a, ranked, info = self.search(question)
-        reason = weak(ranked, self.weak_score)
+        reason = weak(ranked, self.weak_score) if self.fallback == "auto" else None
         if reason:  # the store lacks the facts: the nearest case's structure, every slot re-grounded
             res = self._fallback.translate(question, reason, info, qid=qid)
             if res is not None:
@@ -405,7 +420,7 @@ def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store 
                              "`kbqa ingest --endpoint URL --store DIR` first), or choose another --backend")
     ranker = _load_ranker(settings.explore_weights) if settings.explore_weights else None
     tr = ExploreTranslator(store_dir, store=store, memory=memory, budget_s=settings.explore_budget_s,
-                           cap=settings.explore_cap, ranker=ranker)
+                           cap=settings.explore_cap, ranker=ranker, fallback=settings.explore_fallback)
     tr.chooser = make_chooser(settings)  # None unless a model backend is named (--explore-chooser)
     return tr
 

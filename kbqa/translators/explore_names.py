@@ -12,6 +12,7 @@ decide — an item that holds the relation the question asks about beats a bette
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from grounding.text import normalize
@@ -36,11 +37,13 @@ def _in_order(words: list[str], name: list[str]) -> bool:
     return all(w in it for w in words)
 
 
-def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any) -> list[Link]:
+def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
+                  avoid: Sequence[tuple[int, int]] = ()) -> list[Link]:
     """Weak entity links for n-grams that name an item differently from its label (see the module docstring).
 
     `found`: links already made (their spans are not looked up again when an exact mention covers them);
-    `lexicon`: the entity part of the store's lexical index.
+    `lexicon`: the entity part of the store's lexical index; `avoid`: spans that name a class or a predicate
+    ("poker players" is the class, not a respelling of the item *poker player id 1*).
     """
     toks = tokenize(question)
     exact_spans = {lk.span for lk in found}
@@ -54,6 +57,8 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any) -
                 continue
             span = (toks[i][0], toks[j - 1][1])
             if span in exact_spans or len(" ".join(t[2] for t in toks[i:j])) < 5:
+                continue
+            if any(span[0] < b and a < span[1] for a, b in avoid):
                 continue
             spans.append((i, j))
     # longer n-grams first: they name more specific items; the budget keeps slow questions bounded
@@ -69,7 +74,7 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any) -
                 score = SAME_LETTERS
             elif len(words) >= 2 and _in_order(words, name):
                 score = SUBSEQUENCE * len(words) / len(name) * (1.2 if name[:len(words)] == words else 1.0)
-            elif h.score >= RESPELLING_MIN and len(norm) >= 6:
+            elif h.score >= RESPELLING_MIN and len(norm) >= 6 and len(name) == len(words):
                 score = RESPELLING * h.score
             else:
                 continue

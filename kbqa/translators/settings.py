@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
@@ -75,6 +75,9 @@ class ModelSettings(BaseSettings):
     explore_cap: int = 400
     # explore: ranker weights (JSON, `kbqa train --ranker` writes them); empty = the shipped weights.
     explore_weights: Path | None = None
+    # explore: when the nearest case's re-grounded structure replaces the search — auto (no candidate / a bare
+    # class list), always (a sample store that lacks most facts), never.
+    explore_fallback: Literal["auto", "always", "never"] = "auto"
 
     # explore: a model backend (openai, llama-cpp, hf; over `model` / `endpoint` above) that picks one of the ranker's
     # top `explore_chooser_k` candidates from their verbalisations, answering one number; "" = the ranker's pick.
