@@ -194,6 +194,14 @@ def test_two_items_compared(zoo_engine: Engine) -> None:
     assert yes.answers.kind == "ask" and yes.answers.boolean is True and no.answers.boolean is False
 
 
+def test_percentage_and_count_comparison_families(zoo_engine: Engine) -> None:
+    pct = zoo_engine.ask("What percentage of the animals are penguins?")  # COUNT(subset) / COUNT(base) * 100
+    assert _values(pct) == [["40"]] and pct.translation["details"]["candidates"][0]["family"] == "percent"
+    more = zoo_engine.ask("Does Omar Haddad keep more animals than Anna Berg?")  # 3 against 2, asked yes/no
+    fewer = zoo_engine.ask("Does Anna Berg keep more animals than Omar Haddad?")
+    assert more.answers.kind == "ask" and more.answers.boolean is True and fewer.answers.boolean is False
+
+
 def test_output_is_desq_with_confirmed_uris(zoo: Path) -> None:
     tr = ExploreTranslator(zoo)
     try:

@@ -51,6 +51,7 @@ class Cond:
     name_filter: bool = False  # a word of the question matched inside the focus items' names, not a link
     other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
     versus_average: str | None = None  # compare with the average over this class of the same path
+    span: tuple[int, int] | None = None  # where in the question it is said
 
 
 @dataclass
@@ -68,17 +69,28 @@ class Graph:
     limit: int | None = None
     distinct: bool = False
     having: tuple[str, float, Path] | None = None  # GROUP BY the answer, HAVING COUNT(items at path) op number
+    # the items whose value at path is the extreme one (MAX when True) among those meeting the constraints:
+    # a nested MAX/MIN, so ties are all kept ("which … have the maximum X")
+    extreme: tuple[Path, bool] | None = None
+    # two counts or averages (each part a Graph with one aggregate) combined: "percent" (first / second * 100)
+    # or a comparison ">", "<" asked as yes/no ("are there more X than Y")
+    parts: list[Graph] = field(default_factory=list)
+    combine: str | None = None
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     rows: int | None = None  # answers found by the execution check
 
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
-                           self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having],
+                           self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
+                           self.extreme, [p.key() for p in self.parts], self.combine],
                           default=lambda o: o.__dict__, sort_keys=True)
 
     def size(self) -> int:
-        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
+        if self.parts:
+            return sum(p.size() for p in self.parts)
+        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None) + \
+            (self.extreme is not None)
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -172,13 +184,39 @@ def _bar(text: str) -> str:
 def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
     """The graph as DeSQ text (`desq=True`) or as SPARQL."""
     w = _Writer(g, schema, desq)
-    focus_label = schema.class_label(g.focus_class) if g.focus_class else "answer"
-    body: list[tuple[str, list[str]]] = []
+    if g.parts:
+        body, head, mods = _combined(w, g)
+        first = _say_combined(w, g)
+    else:
+        body, head, mods = _build(w, g)
+        first = _say_form(w, g, schema.class_label(g.focus_class) if g.focus_class else "answer")
+    if not desq:
+        where = "\n  ".join(t for _, ts in body for t in ts)
+        return f"{head} WHERE {{\n  {where}\n}}" + ("\n" + "\n".join(mods) if mods else "")
+    lines = ["ATOMIC CONSTRAINTS", f"AC1: {first}"]
+    for i, (sentence, _) in enumerate(body, start=2):
+        lines.append(f"AC{i}: {sentence}")
+    lines.append("FRAGMENTS")
+    lines.append("AC1 => " + head + ("\n" + "\n".join(mods) if mods else ""))
+    for i, (_, triples) in enumerate(body, start=2):
+        lines.append(f"AC{i} => " + "\n".join(triples))
+    lines.append("GROUNDING")
+    lines.extend(w.grounding)
+    return "\n".join(lines) + "\n"
+
+
+Body = list[tuple[str, list[str]]]
+
+
+def _conds(w: _Writer, g: Graph, focus_label: str) -> Body:
+    """The type constraint and the constraints of `g` on the focus variable the writer holds now."""
+    focus = w.vars[()]
+    body: Body = []
     if g.focus_class:
-        body.append((f"the {focus_label} is a {focus_label}", [w.type_triple("?var1", g.focus_class)]))
+        body.append((f"the {focus_label} is a {focus_label}", [w.type_triple(focus, g.focus_class)]))
     for c in g.conds:
         if c.negated:
-            scoped: dict[Path, str] = {(): "?var1"}
+            scoped: dict[Path, str] = {(): focus}
             end, triples = w.walk(c.path, scoped)
             tail = _cond_tail(w, c, end, triples, scoped)
             # the triple holding the constant first: the store then starts the NOT EXISTS from it
@@ -189,15 +227,36 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
         fragment = triples + _cond_tail(w, c, end, triples, w.vars)
         if fragment:  # an "exists" on a path another constraint already walks adds nothing
             body.append((_say_cond(w, c, focus_label), fragment))
+    return body
+
+
+def _build(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
+    """Patterns (sentence, fragment lines), the head and the solution modifiers of a one-focus graph."""
+    focus_label = w.schema.class_label(g.focus_class) if g.focus_class else "answer"
+    focus = w.vars[()]
+    body = _conds(w, g, focus_label)
     cols: list[str] = []
     for path in g.answer:
         end, triples = w.walk(path)
         cols.append(end)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
+    if g.extreme is not None:
+        path, top = g.extreme
+        end, triples = w.walk(path)
+        outer = w.vars
+        w.vars = {(): w.new_var()}  # the same constraints again, apart, for the nested MAX / MIN
+        inner = _conds(w, g, focus_label)
+        inner_end, inner_walk = w.walk(path)
+        w.vars = outer
+        best = w.new_var()
+        lines = [t for _, ts in inner for t in ts] + inner_walk
+        body.append((f"the {focus_label} has the {'highest' if top else 'lowest'} {_say_path(w, path)}",
+                     triples + [f"{{ SELECT ({'MAX' if top else 'MIN'}({inner_end}) AS {best}) WHERE {{ "
+                                f"{' '.join(lines)} }} }}", f"FILTER({end} = {best})"]))
     agg_cols: list[str] = []
     for i, (fn, path) in enumerate(g.aggs):
-        target = "?var1"
+        target = focus
         if path:
             target, triples = w.walk(path)
             if triples:
@@ -234,19 +293,39 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
         mods.append(order_key)
     if g.limit:
         mods.append(f"LIMIT {g.limit}")
-    if not desq:
-        where = "\n  ".join(t for _, ts in body for t in ts)
-        return f"{head} WHERE {{\n  {where}\n}}" + ("\n" + "\n".join(mods) if mods else "")
-    lines = ["ATOMIC CONSTRAINTS", f"AC1: {_say_form(w, g, focus_label)}"]
-    for i, (sentence, _) in enumerate(body, start=2):
-        lines.append(f"AC{i}: {sentence}")
-    lines.append("FRAGMENTS")
-    lines.append("AC1 => " + head + ("\n" + "\n".join(mods) if mods else ""))
-    for i, (_, triples) in enumerate(body, start=2):
-        lines.append(f"AC{i} => " + "\n".join(triples))
-    lines.append("GROUNDING")
-    lines.extend(w.grounding)
-    return "\n".join(lines) + "\n"
+    return body, head, mods
+
+
+def _combined(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
+    """Two aggregates, each a sub-SELECT over its own constraints, combined by a percentage or a comparison."""
+    body: Body = []
+    names: list[str] = []
+    for part in g.parts:
+        w.vars = {(): w.new_var()}
+        label = w.schema.class_label(part.focus_class) if part.focus_class else "answer"
+        inner = _conds(w, part, label)
+        fn, path = part.aggs[0]
+        target, walk = w.walk(path) if path else (w.vars[()], [])
+        name = w.new_var()
+        names.append(name)
+        arg = f"DISTINCT {target}" if fn == "COUNT" and not path else target
+        lines = [t for _, ts in inner for t in ts] + walk
+        sentence = _say_form(w, part, label).removeprefix("we need ")
+        if inner:
+            sentence += " such that " + " and ".join(s for s, _ in inner)
+        body.append((sentence, [f"{{ SELECT ({fn}({arg}) AS {name}) WHERE {{ {' '.join(lines)} }} }}"]))
+    w.vars = {(): "?var1"}
+    if g.combine == "percent":
+        return body, f"SELECT (({names[0]} / {names[1]}) * 100 AS ?agg1)", []
+    body.append((f"the first is {'more' if g.combine == '>' else 'less'} than the second",
+                 [f"FILTER({names[0]} {g.combine} {names[1]})"]))
+    return body, "ASK", []
+
+
+def _say_combined(w: _Writer, g: Graph) -> str:
+    if g.combine == "percent":
+        return "we need the percentage the first number is of the second"
+    return "we need to know whether the first number is " + ("greater" if g.combine == ">" else "smaller")
 
 
 def _cond_tail(w: _Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:

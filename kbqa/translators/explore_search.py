@@ -64,13 +64,25 @@ class Search:
         a.entities = [lk for lk in a.entities if not any(overlaps(lk.span, sp) for sp in taken)]
         a.values = [lk for lk in a.values if not any(overlaps(lk.span, sp) for sp in taken)]
         n = 0
-        for gen in (self._compare_graphs(a), self._class_graphs(a), self._entity_graphs(a)):
+        for gen in (self._compare_graphs(a), self._paired(a, self._class_graphs(a)), self._entity_graphs(a)):
             for g in gen:
                 yield g
                 n += 1
                 if n >= self.cap or time.perf_counter() > self.deadline:
                     self.truncated = True
                     return
+
+    def _paired(self, a: Anchors, graphs: Iterator[Graph]) -> Iterator[Graph]:
+        """Each class graph, and after a plain reading its percentage and count-comparison readings."""
+        from kbqa.translators.explore_pairs import count_compare_graphs, percent_cue, percent_graphs
+
+        pct = percent_cue(a.question) is not None
+        for g in graphs:
+            if pct:  # a reading that is no percentage leaves the cue unread
+                g.features["cue_miss"] = g.features.get("cue_miss", 0.0) + 1.0
+            yield g
+            yield from percent_graphs(a.question, g)
+            yield from count_compare_graphs(a.question, a.cues, g)
 
     def _focus_classes(self, a: Anchors) -> list[tuple[str, float, Link | None]]:
         out: dict[str, tuple[float, Link | None]] = {}
@@ -123,14 +135,14 @@ class Search:
             if lk.kind == "value":
                 for path in self.paths.to_predicate(focus, lk.iri)[:2]:
                     term = Term("literal", lk.value or lk.text, lk.datatype, label=lk.text)
-                    readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1))),
-                                     lk.span))
+                    readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1)),
+                                          span=lk.span), lk.span))
             else:
                 # the entity as a focus item itself only when its words are not the focus class's own name
                 as_item = lk.score >= MIN_ITEM_LINK and not any(overlaps(lk.span, u) for u in used)
                 for path in [p for p in self._entity_paths(focus, lk.iri) if p or as_item][:2]:
                     term = Term("iri", lk.iri, label=lk.label or lk.text)
-                    readings.append((Cond(path, "=", term, text=lk.text, score=lk.score), lk.span))
+                    readings.append((Cond(path, "=", term, text=lk.text, score=lk.score, span=lk.span), lk.span))
             if any(r[0].path == () for r in readings):
                 readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
             if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
@@ -167,7 +179,7 @@ class Search:
             yield conds, spans, sum(c.score for c in conds) / len(conds)
             if neg:  # "which … do not …": the constraint after the negation word is negated
                 last = max(range(len(conds)), key=lambda i: spans[i][0])
-                negated = [Cond(c.path, c.op, c.value, negated=(i == last), text=c.text, score=c.score)
+                negated = [Cond(c.path, c.op, c.value, negated=(i == last), text=c.text, score=c.score, span=c.span)
                            for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
 
@@ -194,7 +206,7 @@ class Search:
                 # a word in one or two names is an accident of naming ("creature" in one long name), not a kind
                 if MIN_NAMED <= n and (not total or n <= 0.5 * total):
                     out.append((Cond((), "contains", Term("literal", form, label=form), text=word, score=0.5,
-                                     name_filter=True), (m.start(), m.end())))
+                                     name_filter=True, span=(m.start(), m.end())), (m.start(), m.end())))
                     break
         return out
 
@@ -247,10 +259,12 @@ class Search:
     def _compare_graphs(self, a: Anchors) -> Iterator[Graph]:
         """Two items compared on one predicate: "is X faster than Y" (ASK X.p > Y.p), "do X and Y have the
         same alignment" / "any common language" (ASK X.p = Y.p)."""
+        from kbqa.translators.explore_pairs import count_comparatives, entity_count_graphs
         from kbqa.translators.explore_shapes import IMPLIED
 
         cues = a.cues
-        if not (cues.comparatives or cues.same):
+        counted = count_comparatives(a.question, cues) if cues.ask else []
+        if not (cues.comparatives or cues.same or counted):
             return
         ents: list[Link] = []
         for lk in a.entities:
@@ -262,11 +276,17 @@ class Search:
         q = (f"SELECT DISTINCT ?p WHERE {{ <{e1.iri}> ?p ?a . <{e2.iri}> ?p ?b }} LIMIT 200")
         shared = [r[0]["value"] for r in self._rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
         linked = {lk.iri: lk.score for lk in a.predicates}
-        for op, word in ([(o, w) for o, w, _ in cues.comparatives] or [("=", "same")]):
+        for op, word in ([(o, w) for o, w, _ in cues.comparatives or counted] or [("=", "same")]):
             noun = next((n for stem, n in IMPLIED.items() if word.startswith(stem)), None)
             for p in shared:
                 info = self.schema.predicates[p]
                 if op != "=" and not info.numeric:
+                    named = linked.get(p, 0.0) or max((lk.score for lk in a.classes if lk.iri in info.ranges), default=0)
+                    if named and cues.ask and p != self.schema.type_predicate:  # "does A speak more X than B": counts
+                        spans = [e1.span, e2.span] + [lk.span for lk in a.predicates + a.classes
+                                                      if lk.iri == p or lk.iri in info.ranges]
+                        yield from entity_count_graphs(op, word, e1, e2, p, {"rel_lex": named,
+                                                                         "coverage": _coverage(a, spans)})
                     continue
                 implied = bool(noun and noun in info.label.split())
                 if p not in linked and not implied:
@@ -356,7 +376,7 @@ def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, li
                 and (" or " in gap or (lists and c.path == () and (" and " in gap or gap.strip() == ",")))):
             vals = prev.values or ([prev.value] if prev.value else [])
             out[-1] = Cond(prev.path, "in", prev.value, text=f"{prev.text} or {c.text}", score=prev.score,
-                           values=vals + [c.value])
+                           values=vals + [c.value], span=prev.span)
             out_spans.append(sp)
             continue
         out.append(c)

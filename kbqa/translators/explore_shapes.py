@@ -59,7 +59,8 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
         numeric = [x for x in attrs if _numeric(s, x[0])]
         for op, pos in cues.vs_average:
             for x in (_near(numeric, pos) or [])[:2]:
-                out.append(([Cond(x[0], op, None, text=f"{op} average", versus_average=focus)], [x], 1.0))
+                out.append(([Cond(x[0], op, None, text=f"{op} average", versus_average=focus, span=(pos, pos + 1))],
+                            [x], 1.0))
         if out:
             return out
     if not cues.comparisons and not cues.between:
@@ -88,12 +89,14 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
             temporal = a.question.lower()[pos:].startswith(TEMPORAL)
             ranked = _near(temporal_attrs, pos) if temporal and temporal_attrs else _near(numeric_attrs, pos)
             x = ranked[min(choice, len(ranked) - 1)]
-            conds.append(Cond(x[0], op, _number_term(s, x[0], value), text=f"{op} {value:g}"))
+            conds.append(Cond(x[0], op, _number_term(s, x[0], value), text=f"{op} {value:g}", span=(pos, pos + 1)))
             used.append(x)
         if cues.between:
             x = _near(numeric_attrs, 0)[min(choice, len(numeric_attrs) - 1)]
             lo, hi = cues.between
-            conds += [Cond(x[0], ">=", _number_term(s, x[0], lo)), Cond(x[0], "<=", _number_term(s, x[0], hi))]
+            at = a.question.lower().find("between ")
+            conds += [Cond(x[0], ">=", _number_term(s, x[0], lo), span=(at, at + 1)),
+                      Cond(x[0], "<=", _number_term(s, x[0], hi), span=(at, at + 1))]
             used.append(x)
         out.append((conds, used, 1.0 - 0.3 * choice))
     return out
@@ -238,6 +241,8 @@ def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, i
     for lk in a.classes:
         if lk.iri == focus or any(lk.span == sp for sp in spans):
             continue
+        if any(0 <= lk.span[0] - e.span[1] <= 1 for e in a.entities):
+            continue  # "neutral good alignment", "aklo language": the word names the item's class, not a count
         paths = s.paths.to_class(focus, lk.iri)
         if paths:
             out.append((paths[0], lk, lk.span))
@@ -252,11 +257,11 @@ def _negations(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link
         return out
     for path, lk, span in related:
         if path:
-            out.append(([Cond(path, "exists", None, negated=True, text=f"no {lk.text}")], 1.0, [span]))
+            out.append(([Cond(path, "exists", None, negated=True, text=f"no {lk.text}", span=span)], 1.0, [span]))
     return out
 
 
 def _exists(related: list[tuple[Path, Link, tuple[int, int]]]
             ) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
     """"students who have a pet": a path to a related class the question names."""
-    return [([Cond(path, "exists", None, text=lk.text)], 0.0, [span]) for path, lk, span in related if path]
+    return [([Cond(path, "exists", None, text=lk.text, span=span)], 0.0, [span]) for path, lk, span in related if path]
