@@ -100,6 +100,8 @@ def make_chooser(settings: ModelSettings) -> Chooser | None:
     from kbqa.backends import BACKENDS
 
     backend = BACKENDS.get(settings.explore_chooser).make(settings)
-    # a server honours the grammar only through its request field; without one the reply is read as text
-    grammar = settings.explore_chooser != "openai" or bool(settings.grammar_field)
+    # llama.cpp honours the grammar (one token suffices); a server only through its request field; transformers
+    # has no grammar sampler: without one the model gets a few tokens and the reply is read as text
+    grammar = settings.explore_chooser == "llama-cpp" or (settings.explore_chooser == "openai"
+                                                          and bool(settings.grammar_field))
     return Chooser(backend, k=settings.explore_chooser_k, use_grammar=grammar)
