@@ -82,11 +82,10 @@ def score(engine: Any, text: str | None, gold: str) -> dict[str, Any]:
 def run_question(x: Any, engine: Any, rec: Any) -> dict[str, Any]:
     """The four systems on one question; the search runs once and feeds both `search` and `explore`."""
     from kb_dumps.errors import KBQAError
-    from kbqa.translators.explore_fallback import weak
     from kbqa.translators.explore_graphs import write
 
     t0 = time.perf_counter()
-    _, ranked, info = x.search(rec.question)
+    anchors, ranked, info = x.search(rec.question)
     search_text = write(ranked[0], x.schema, desq=True) if ranked else None
     t_search = time.perf_counter() - t0
     fb = x._fallback.translate(rec.question, "bench", info, qid=rec.id)
@@ -96,7 +95,7 @@ def run_question(x: Any, engine: Any, rec: Any) -> dict[str, Any]:
     except KBQAError:
         cases_text = None
     out = {"id": rec.id, "question": rec.question, "top": ranked[0].score if ranked else None,
-           "rule": weak(ranked, x.weak_score), "features": x.ranker.features(ranked[0]) if ranked else None,
+           "rule": x.fallback_reason(rec.question, anchors, ranked), "features": x.ranker.features(ranked[0]) if ranked else None,
            "family": ranked[0].family if ranked else None, "seconds_search": t_search, "seconds_fallback": t_fb,
            "fallback_slots": [s for s in (fb.details["fallback"]["slots"] if fb else []) if s["how"] != "kept"]}
     for system, text in (("cases", cases_text), ("search", search_text), ("fallback", fb.text if fb else None)):

@@ -13,6 +13,7 @@ from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
+from kbqa.translators import explore_facts
 from kbqa.translators.base import TranslateError
 from kbqa.translators.casebank import bank_dir
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
@@ -118,3 +119,27 @@ def test_fallback_modes(people: Path) -> None:
     with pytest.raises(KBQAError, match="explore_fallback"):
         get_model_settings(explore_fallback="sometimes")
     assert get_model_settings(explore_fallback="always").explore_fallback == "always"
+
+
+def test_the_bank_says_whether_the_store_holds_the_facts(translator: ExploreTranslator,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # case 3 ("employer of Dora Moss") needs a triple the store lacks; case 2 ("spouse of Carl Moss") has it;
+    # case 1 ("the tallest person") names no entity: nothing to check
+    by_question = {c.question: c for c in translator._case_bank().cases}
+    facts = translator._facts
+    assert facts.holds(by_question["Who is the spouse of Carl Moss?"])
+    assert not facts.holds(by_question["Who is the employer of Dora Moss?"])
+    assert facts.holds(by_question["Who is the tallest person?"])
+    # the reason follows the similarity-weighted share of nearest cases whose facts are held
+    question = "Who is the employer of Bob Tern?"
+    span = (question.index("Bob"), len(question) - 1)
+    hits = translator._case_bank().search("Who is the employer of something?", k=5)
+    share = sum(h.similarity for h in hits if facts.holds(h.case)) / sum(h.similarity for h in hits)
+    reason = facts.lacking(question, [span])
+    assert (reason is not None) == (share < 0.5)
+    # consulting the nearest case alone: the employer case, whose facts are missing
+    monkeypatch.setattr(explore_facts, "NEAREST", 1)
+    reason = facts.lacking(question, [span])
+    assert reason is not None and "lacks the facts" in reason and "held for 0% of 1" in reason
+    spouse = "Who is the spouse of Bob Tern?"
+    assert facts.lacking(spouse, [(spouse.index("Bob"), len(spouse) - 1)]) is None  # the spouse case: held

@@ -22,6 +22,7 @@ from kb_dumps.profiles import get_profile
 from kb_dumps.store import Store
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.explore_chooser import Chooser, make_chooser
+from kbqa.translators.explore_facts import FactsCheck
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
@@ -82,6 +83,7 @@ class ExploreTranslator(Translator):
             raise TranslateError(f"unknown explore fallback {fallback!r}; choose one of {', '.join(FALLBACK_MODES)}")
         self.fallback = fallback
         self._fallback = CaseFallback(self)
+        self._facts = FactsCheck(self)
 
     def exclude(self, ids: set[str], questions: set[str]) -> None:
         """Benchmark questions `kbqa eval` scores never vote through the case bank."""
@@ -377,6 +379,14 @@ class ExploreTranslator(Translator):
                 "truncated": search.truncated, "seconds": round(time.perf_counter() - t0, 4)}
         return a, checked, info
 
+    def fallback_reason(self, question: str, a: Anchors, ranked: list[Graph]) -> str | None:
+        """Why the case fallback should replace the search's answer (mode "auto"): nothing found, a bare class
+        list, or a store that lacks the facts of the solved questions nearest to this one; None: keep it."""
+        if self.fallback != "auto":
+            return None
+        return weak(ranked, self.weak_score) or \
+            self._facts.lacking(question, [a.entities[0].span] if a.entities else [])
+
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
         self.check_frontend(frontend)
         t0 = time.perf_counter()
@@ -386,7 +396,7 @@ class ExploreTranslator(Translator):
                 res.seconds = time.perf_counter() - t0
                 return res
         a, ranked, info = self.search(question)
-        reason = weak(ranked, self.weak_score) if self.fallback == "auto" else None
+        reason = self.fallback_reason(question, a, ranked)
         if reason:  # the store lacks the facts: the nearest case's structure, every slot re-grounded
             res = self._fallback.translate(question, reason, info, qid=qid)
             if res is not None:
