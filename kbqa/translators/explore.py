@@ -27,6 +27,7 @@ from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
 from kbqa.translators.explore_names import name_variants
+from kbqa.translators.explore_prior import add_struct_prior
 from kbqa.translators.explore_rank import Ranker
 from kbqa.translators.explore_search import Anchors, SchemaPaths, Search
 from kbqa.translators.settings import ModelSettings
@@ -351,6 +352,7 @@ class ExploreTranslator(Translator):
         self._case_vote(question, a, pool)
         self._case_entity(question, a, pool)
         self._graph_similarity(question, pool)
+        add_struct_prior(question, pool)
         for g in pool:
             g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
         pool.sort(key=lambda g: -g.score)

@@ -1,0 +1,148 @@
+"""The structure prior of the `explore` ranker: P(query shape | question words), from a small linear text
+classifier kept as plain JSON (`explore_structure_prior.json`, built by `python -m kbqa.training.structure_prior`),
+and the shape of a candidate Graph in the same labels, so that `struct_prior` = P(the candidate's own shape).
+
+The shapes, first match wins (one order for gold SPARQL and candidate graphs):
+ask, negation, having, group-top (GROUP BY + ORDER + LIMIT), group, count, aggregate (AVG/MIN/MAX/SUM),
+top (ORDER + LIMIT, or "= the MIN/MAX of a sub-query"), compare (<, >, "than the average"), list (the rest).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from kbqa.translators.explore_graphs import Graph
+
+PRIOR_FORMAT = "structure-prior/1"
+DEFAULT_PRIOR_PATH = Path(__file__).with_name("explore_structure_prior.json")
+SHAPES = ("ask", "negation", "having", "group-top", "group", "count", "aggregate", "top", "compare", "list")
+_CMP_OPS = {"<", ">", "<=", ">="}
+_QUOTED = re.compile(r"""["“‘][^"”’]{1,80}["”’]|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])""")
+
+
+def tokens(question: str) -> list[str]:
+    """Lower-cased words and word bigrams; quoted values become `<q>`, numbers `<num>` (the words that carry
+    the shape are the question's own, not the names it quotes)."""
+    text = _QUOTED.sub(" <q> ", question.lower())
+    words = [("<num>" if w[0].isdigit() else w) for w in re.findall(r"<q>|[a-z]+(?:'[a-z]+)?|\d[\d.,]*", text)]
+    return words + [f"{a} {b}" for a, b in zip(["<s>", *words], [*words, "</s>"], strict=True)]
+
+
+def graph_shape(g: Graph) -> str:
+    """The shape label of a candidate query graph."""
+    if g.form == "ask":
+        return "ask"
+    if any(c.negated for c in g.conds):
+        return "negation"
+    if g.having is not None:
+        return "having"
+    if g.group:
+        return "group-top" if g.order is not None and g.limit is not None else "group"
+    if g.aggs:
+        return "count" if g.aggs[0][0] == "COUNT" else "aggregate"
+    if g.order is not None and g.limit is not None:
+        return "top"
+    if any(c.op in _CMP_OPS for c in g.conds):
+        return "compare"
+    return "list"
+
+
+def sparql_shape(sparql: str) -> str:
+    """The shape label of a gold SPARQL query (Spider4SPARQL style: sub-queries for "the largest" and "more
+    than the average", MINUS / NOT IN for negation)."""
+    q = " ".join(sparql.lower().split())
+    head = q.split("where", 1)[0]
+    if re.match(r"\s*(prefix[^>]*>\s*)*ask\b", q):
+        return "ask"
+    if re.search(r"not exists|\bminus\b|not in\s*\(", q):
+        return "negation"
+    if "having" in q:
+        return "having"
+    if "group by" in q:
+        return "group-top" if "order by" in q and "limit" in q else "group"
+    if re.search(r"\bcount\s*\(", head):
+        return "count"
+    if re.search(r"\b(avg|min|max|sum)\s*\(", head):
+        return "aggregate"
+    if "order by" in q and "limit" in q:
+        return "top"
+    sub = re.search(r"filter\s*\([^)]*?(=|<=|>=|<|>)\s*\(\s*\?\w+\s*\)", q)  # compared with a sub-query's value
+    if sub:
+        return "top" if sub.group(1) == "=" and re.search(r"\b(min|max)\s*\(", q) else "compare"
+    if re.search(r"filter\s*\([^)]*\?\w+\s*(<=|>=|<|>)", q):
+        return "compare"
+    return "list"
+
+
+@dataclass
+class StructurePrior:
+    """A multinomial logistic model over `tokens`: per label a bias and sparse word weights."""
+
+    labels: list[str]
+    bias: list[float]
+    weights: dict[str, list[float]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def predict(self, question: str) -> dict[str, float]:
+        z = list(self.bias)
+        for t in set(tokens(question)):
+            w = self.weights.get(t)
+            if w:
+                z = [a + b for a, b in zip(z, w, strict=True)]
+        m = max(z)
+        e = [math.exp(v - m) for v in z]
+        s = sum(e)
+        return {lab: v / s for lab, v in zip(self.labels, e, strict=True)}
+
+    def feature(self, probs: dict[str, float], g: Graph) -> float:
+        """P(the candidate's shape); a shape the training data never had (ASK) gets the uniform share."""
+        shape = graph_shape(g)
+        return probs[shape] if shape in probs else 1.0 / max(1, len(self.labels))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": PRIOR_FORMAT, "labels": self.labels, "bias": self.bias, "weights": self.weights,
+                "meta": self.meta}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")) + "\n",
+                              encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StructurePrior:
+        if d.get("format") != PRIOR_FORMAT:
+            raise ValueError(f"not a structure prior (format {d.get('format')!r}, expected {PRIOR_FORMAT})")
+        labels = [str(x) for x in d["labels"]]
+        weights = {str(k): [float(x) for x in v] for k, v in d.get("weights", {}).items()}
+        if any(len(v) != len(labels) for v in weights.values()) or len(d["bias"]) != len(labels):
+            raise ValueError("structure prior: a weight row does not have one number per label")
+        return cls(labels, [float(x) for x in d["bias"]], weights, dict(d.get("meta", {})))
+
+    @classmethod
+    def load(cls, path: str | Path) -> StructurePrior:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=4)
+def load_prior(path: str | None = None) -> StructurePrior | None:
+    """The shipped prior (or the one at `path`); None when the file is missing or unreadable (the feature is
+    then 0 for every candidate)."""
+    try:
+        return StructurePrior.load(path or DEFAULT_PRIOR_PATH)
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        return None
+
+
+def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None) -> None:
+    """Set feature `struct_prior` on every candidate: P(its shape | the question); nothing without a prior."""
+    prior = prior or load_prior()
+    if prior is None or not pool:
+        return
+    probs = prior.predict(question)
+    for g in pool:
+        g.features["struct_prior"] = prior.feature(probs, g)
