@@ -69,9 +69,6 @@ class Graph:
     limit: int | None = None
     distinct: bool = False
     having: tuple[str, float, Path] | None = None  # GROUP BY the answer, HAVING COUNT(items at path) op number
-    # the items whose value at path is the extreme one (MAX when True) among those meeting the constraints:
-    # a nested MAX/MIN, so ties are all kept ("which … have the maximum X")
-    extreme: tuple[Path, bool] | None = None
     # two counts or averages (each part a Graph with one aggregate) combined: "percent" (first / second * 100)
     # or a comparison ">", "<" asked as yes/no ("are there more X than Y")
     parts: list[Graph] = field(default_factory=list)
@@ -83,14 +80,13 @@ class Graph:
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
-                           self.extreme, [p.key() for p in self.parts], self.combine],
+                           [p.key() for p in self.parts], self.combine],
                           default=lambda o: o.__dict__, sort_keys=True)
 
     def size(self) -> int:
         if self.parts:
             return sum(p.size() for p in self.parts)
-        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None) + \
-            (self.extreme is not None)
+        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -241,19 +237,6 @@ def _build(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
         cols.append(end)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-    if g.extreme is not None:
-        path, top = g.extreme
-        end, triples = w.walk(path)
-        outer = w.vars
-        w.vars = {(): w.new_var()}  # the same constraints again, apart, for the nested MAX / MIN
-        inner = _conds(w, g, focus_label)
-        inner_end, inner_walk = w.walk(path)
-        w.vars = outer
-        best = w.new_var()
-        lines = [t for _, ts in inner for t in ts] + inner_walk
-        body.append((f"the {focus_label} has the {'highest' if top else 'lowest'} {_say_path(w, path)}",
-                     triples + [f"{{ SELECT ({'MAX' if top else 'MIN'}({inner_end}) AS {best}) WHERE {{ "
-                                f"{' '.join(lines)} }} }}", f"FILTER({end} = {best})"]))
     agg_cols: list[str] = []
     for i, (fn, path) in enumerate(g.aggs):
         target = focus
