@@ -78,9 +78,13 @@ def translation_detail(tr: TranslationResult) -> str:
     """One line for the step report: who translated, tokens, and what the translator based it on."""
     who = tr.backend + (f" ({tr.model})" if tr.model else "")
     parts = [who, f"{tr.tokens_in} tokens in, {tr.tokens_out} out"]
+    fallback = tr.details.get("fallback") or {}  # explore took the nearest case's structure instead
+    if fallback:
+        parts.append(f"case fallback: {fallback.get('reason', '')}")
     if tr.details.get("case"):
-        parts.append(f"case {tr.details['case']} (similarity {tr.details.get('similarity', 0):.2f}): "
-                     f"{tr.details.get('case_question', '')!r}")
+        similarity = tr.details.get("similarity", fallback.get("similarity")) or 0.0
+        question = tr.details.get("case_question", fallback.get("case_question", ""))
+        parts.append(f"case {tr.details['case']} (similarity {similarity:.2f}): {question!r}")
     search = tr.details.get("search")
     if search:  # the explore translator: what the query-graph search did and what won
         parts.append(f"{search.get('candidates_built', 0)} candidate graphs, {search.get('executed', 0)} run, "

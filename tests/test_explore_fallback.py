@@ -143,3 +143,12 @@ def test_the_bank_says_whether_the_store_holds_the_facts(translator: ExploreTran
     assert reason is not None and "lacks the facts" in reason and "held for 0% of 1" in reason
     spouse = "Who is the spouse of Bob Tern?"
     assert facts.lacking(spouse, [(spouse.index("Bob"), len(spouse) - 1)]) is None  # the spouse case: held
+
+
+def test_the_step_report_names_the_fallback_and_its_case(translator: ExploreTranslator) -> None:
+    from kbqa.result import translation_detail
+
+    out = translator.translate("Who is the employer of Ada Quill?")
+    line = translation_detail(out)
+    assert "case fallback: bare class" in line
+    assert "'Who is the employer of Dora Moss?'" in line and "similarity 0.00" not in line
