@@ -291,9 +291,13 @@ def _run(args: argparse.Namespace) -> int:
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
     elif args.predictions is None:
-        backend = args.backend or get_model_settings().backend
-        settings.update(system=f"engine:{backend}:{args.frontend}", mode="engine")
-        out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(backend)}-{args.frontend}"
+        msettings = get_model_settings(backend=args.backend, explore_chooser=args.explore_chooser)
+        backend = msettings.backend
+        # a chooser is another system: its own name, and its own default folder (never resumed from explore's)
+        system = backend + (f"+chooser-{msettings.explore_chooser}" if backend == "explore" and
+                            msettings.explore_chooser else "")
+        settings.update(system=f"engine:{system}:{args.frontend}", mode="engine")
+        out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(system)}-{args.frontend}"
         predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,
                                       closers, engine_kw, args.explore_chooser)  # type: ignore[arg-type]
         jobs = 1  # one translator and one Engine, used in turn
