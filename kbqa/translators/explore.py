@@ -24,8 +24,9 @@ from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.explore_chooser import Chooser, make_chooser
 from kbqa.translators.explore_facts import FactsCheck
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
+from kbqa.translators.explore_features import CandidateFeatures
 from kbqa.translators.explore_graphs import Graph, verbalise, write
-from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues, stems
+from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues
 from kbqa.translators.explore_names import name_variants
 from kbqa.translators.explore_prior import add_struct_prior
 from kbqa.translators.explore_rank import Ranker
@@ -73,8 +74,6 @@ class ExploreTranslator(Translator):
         self.budget_s, self.cap = budget_s, cap
         self.chooser: Chooser | None = None  # a model that picks among the top candidates (None: the ranker's pick)
         self._detector: Any = None
-        self._embedder: Any = None
-        self._pred_vecs: dict[str, Any] = {}
         self._bank: Any = bank  # the case bank the `case_vote` feature reads (None: the store's own, if any)
         self._cases: Any = None  # the cases translator over the same bank (the `case_entity` feature)
         self._exclude_ids: set[str] = set()
@@ -85,6 +84,7 @@ class ExploreTranslator(Translator):
         self.fallback = fallback
         self._fallback = CaseFallback(self)
         self._facts = FactsCheck(self)
+        self._features = CandidateFeatures(self)
 
     def exclude(self, ids: set[str], questions: set[str]) -> None:
         """Benchmark questions `kbqa eval` scores never vote through the case bank."""
@@ -156,84 +156,6 @@ class ExploreTranslator(Translator):
                                 label=row.label))
         return out
 
-    def _relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
-        """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
-        predicate's label and description, with the store's grounding embedder (none: the feature stays 0)."""
-        hops = [g for g in graphs if g.family == "hop"]
-        if not hops:
-            return
-        emb = self._text_embedder()
-        if not emb:
-            return
-        import numpy as np
-
-        from kbqa.translators.mentions import mask
-
-        masked_vecs: dict[str, Any] = {}  # the question without the candidate's own anchor words
-        todo = [p for p in {g.conds[0].path[0].pred for g in hops} if p not in self._pred_vecs]
-        if todo:
-            rows = self.memory.get_many([self.profile.property_entity(p) for p in todo])
-            texts = []
-            for p in todo:
-                row = rows.get(self.profile.property_entity(p))
-                info = self.schema.predicates.get(p)
-                label = row.label if row is not None else (info.label if info else p)
-                texts.append(f"{label}: {row.description}" if row is not None and row.description else label)
-            for p, v in zip(todo, emb.encode(texts, progress=False), strict=True):
-                self._pred_vecs[p] = v
-        for g in hops:
-            cond = g.conds[0]
-            span = next((lk.span for lk in a.entities if cond.value and lk.iri == cond.value.value), None)
-            masked = mask(question, [span] if span else [], "something")
-            if masked not in masked_vecs:
-                masked_vecs[masked] = emb.encode_one(masked)
-            g.features["rel_sim"] = float(np.dot(masked_vecs[masked], self._pred_vecs[cond.path[0].pred]))
-
-    def _text_embedder(self) -> Any:
-        """The embedder of the store's grounding index (process-wide, shared with the grounder), else the
-        default one; False when none loads (the similarity features then stay 0)."""
-        if self._embedder is None:
-            try:
-                from grounding.build import read_meta
-                from grounding.embedder import get_embedder
-
-                meta = read_meta(self.store_dir) or {}
-                self._embedder = get_embedder(meta.get("embedder") or meta.get("model"))
-            except Exception:  # noqa: BLE001 - no embedder at all: lexical features only
-                self._embedder = False
-        return self._embedder
-
-    def _graph_similarity(self, question: str, graphs: list[Graph]) -> None:
-        """`vsim`: cosine of the question and each candidate's verbalisation; `lex_p` / `lex_r`: the share of
-        the graph's own words (class and predicate labels) that the question uses, and of the question's
-        content words the graph's labels cover."""
-        if not graphs:
-            return
-        q_words = {w for w in stems(question) if w not in FUNCTION_WORDS}
-        texts = []
-        for g in graphs:
-            words = set()
-            for c in ([g.focus_class] if g.focus_class else []):
-                words |= set(stems(self.schema.class_label(c)))
-            for path in [c.path for c in g.conds] + list(g.answer) + [p for _, p in g.aggs if p] + \
-                    ([g.order[0]] if g.order and g.order[0] else []):
-                for step in path:
-                    info = self.schema.predicates.get(step.pred)
-                    words |= set(stems(info.label if info else ""))
-            words -= FUNCTION_WORDS
-            g.features["lex_p"] = len(words & q_words) / len(words) if words else 0.0
-            g.features["lex_r"] = len(words & q_words) / len(q_words) if q_words else 0.0
-            texts.append(verbalise(g, self.schema))
-        emb = self._text_embedder()
-        if not emb:
-            return
-        import numpy as np
-
-        vecs = emb.encode([question] + texts, progress=False)
-        sims = vecs[1:] @ vecs[0]
-        for g, sim in zip(graphs, np.asarray(sims).tolist(), strict=True):
-            g.features["vsim"] = float(sim)
-
     def _case_bank(self) -> Any:
         """The case bank (given, or the store's own), loaded once; False when there is none."""
         if self._bank is None:
@@ -242,68 +164,6 @@ class ExploreTranslator(Translator):
             folder = bank_dir(self.store_dir)
             self._bank = CaseBank.load(folder) if CaseBank.exists(folder) else False
         return self._bank
-
-    def _case_entity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
-        """`case_entity` of one-hop candidates: whether the `cases` translator (same bank, same exclusions) fills
-        its entity slot with this candidate's anchor — its mention prior and (entity, property) KB check make
-        a second opinion on which of several same-label items the question means."""
-        hops = [g for g in graphs if g.family == "hop"]
-        bank = self._case_bank() if hops else False
-        if not bank or not len(bank):
-            return
-        if self._cases is None:
-            from kbqa.translators.cases import CasesTranslator
-
-            self._cases = CasesTranslator(self.store_dir, bank=bank, store=self.store, memory=self.memory)
-            self._cases.exclude(self._exclude_ids, self._exclude_questions)
-        from kbqa.translators.casebank import question_key
-
-        saved = set(self._cases.exclude_questions)
-        self._cases.exclude_questions.add(question_key(question))  # as for case_vote: never its own answer
-        try:
-            fills = self._cases.translate(question).details.get("fills") or {}
-        except KBQAError:  # cases has no structure for it: no second opinion
-            return
-        finally:
-            self._cases.exclude_questions = saved
-        chosen = {self.profile.expand(f["uri"]) for f in fills.values() if f.get("uri")}
-        for g in hops:
-            value = g.conds[0].value
-            g.features["case_entity"] = 1.0 if value is not None and value.value in chosen else 0.0
-
-    def _case_vote(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
-        """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
-        (when it has one) use the same predicate in the same direction — learned from training questions of
-        this kind, never from the question itself."""
-        hops = [g for g in graphs if g.family == "hop"]
-        if not hops:
-            return
-        self._case_bank()
-        if self._bank is False or not len(self._bank):
-            return
-        from kbqa.translators.casebank import question_key
-        from kbqa.translators.mentions import mask
-
-        # votes per masked question: each candidate masks its own anchor's words, so the nearest cases are
-        # questions shaped like this one around *that* entity ("where was [X] born" for "kyle rossiter")
-        by_mask: dict[str, dict[tuple[str, str], float]] = {}
-        for g in hops:
-            cond = g.conds[0]
-            span = next((lk.span for lk in a.entities if lk.iri == cond.value.value), None) if cond.value else None
-            masked = mask(question, [span] if span else [], "something")
-            if masked not in by_mask:
-                votes: dict[tuple[str, str], float] = {}
-                # the question itself never votes (a training question is in the bank that scores it)
-                skip = self._exclude_questions | {question_key(question)}
-                for h in self._bank.search(masked, k=10, exclude_ids=self._exclude_ids or None,
-                                           exclude_questions=skip):
-                    for chk in h.case.checks:
-                        key = (self.profile.expand(chk.property), chk.position)
-                        votes[key] = max(votes.get(key, 0.0), h.similarity)
-                by_mask[masked] = votes
-            step = cond.path[0]
-            g.features["case_vote"] = by_mask[masked].get((step.pred, "subject" if not step.forward else "object"),
-                                                          0.0)
 
     def anchors(self, question: str) -> Anchors:
         cues = read_cues(question)
@@ -348,10 +208,7 @@ class ExploreTranslator(Translator):
                 continue
             seen.add(k)
             pool.append(g)
-        self._relation_similarity(question, a, pool)
-        self._case_vote(question, a, pool)
-        self._case_entity(question, a, pool)
-        self._graph_similarity(question, pool)
+        self._features.add(question, a, pool)
         add_struct_prior(question, pool)
         for g in pool:
             g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked

@@ -1,0 +1,180 @@
+"""The features of `explore`'s candidates that need more than the graph itself: similarity of the question to
+each one-hop predicate (`rel_sim`) and to each candidate's verbalisation (`vsim`), lexical overlap with the
+graph's labels (`lex_p` / `lex_r`), and the case bank's second opinions — which predicate and direction the
+nearest solved questions use (`case_vote`) and which entity the `cases` translator would fill (`case_entity`).
+The structural features are set where the candidates are built (explore_search.py / explore_shapes.py), the
+structure prior in explore_prior.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kb_dumps.errors import KBQAError
+from kbqa.translators.explore_graphs import Graph, verbalise
+from kbqa.translators.explore_link import FUNCTION_WORDS, stems
+from kbqa.translators.explore_search import Anchors
+
+if TYPE_CHECKING:
+    from kbqa.translators.explore import ExploreTranslator
+
+
+class CandidateFeatures:
+    """Computes the features above for one translator's candidates (caches the embedder and predicate vectors)."""
+
+    def __init__(self, owner: ExploreTranslator):
+        self.owner = owner
+        self._embedder: Any = None
+        self._pred_vecs: dict[str, Any] = {}
+
+    def add(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """Every feature of this module, on every candidate."""
+        self.relation_similarity(question, a, graphs)
+        self.case_vote(question, a, graphs)
+        self.case_entity(question, a, graphs)
+        self.graph_similarity(question, graphs)
+
+    def relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
+        predicate's label and description, with the store's grounding embedder (none: the feature stays 0)."""
+        x = self.owner
+        hops = [g for g in graphs if g.family == "hop"]
+        if not hops:
+            return
+        emb = self.text_embedder()
+        if not emb:
+            return
+        import numpy as np
+
+        from kbqa.translators.mentions import mask
+
+        masked_vecs: dict[str, Any] = {}  # the question without the candidate's own anchor words
+        todo = [p for p in {g.conds[0].path[0].pred for g in hops} if p not in self._pred_vecs]
+        if todo:
+            rows = x.memory.get_many([x.profile.property_entity(p) for p in todo])
+            texts = []
+            for p in todo:
+                row = rows.get(x.profile.property_entity(p))
+                info = x.schema.predicates.get(p)
+                label = row.label if row is not None else (info.label if info else p)
+                texts.append(f"{label}: {row.description}" if row is not None and row.description else label)
+            for p, v in zip(todo, emb.encode(texts, progress=False), strict=True):
+                self._pred_vecs[p] = v
+        for g in hops:
+            cond = g.conds[0]
+            span = next((lk.span for lk in a.entities if cond.value and lk.iri == cond.value.value), None)
+            masked = mask(question, [span] if span else [], "something")
+            if masked not in masked_vecs:
+                masked_vecs[masked] = emb.encode_one(masked)
+            g.features["rel_sim"] = float(np.dot(masked_vecs[masked], self._pred_vecs[cond.path[0].pred]))
+
+    def text_embedder(self) -> Any:
+        """The embedder of the store's grounding index (process-wide, shared with the grounder), else the
+        default one; False when none loads (the similarity features then stay 0)."""
+        x = self.owner
+        if self._embedder is None:
+            try:
+                from grounding.build import read_meta
+                from grounding.embedder import get_embedder
+
+                meta = read_meta(x.store_dir) or {}
+                self._embedder = get_embedder(meta.get("embedder") or meta.get("model"))
+            except Exception:  # noqa: BLE001 - no embedder at all: lexical features only
+                self._embedder = False
+        return self._embedder
+
+    def graph_similarity(self, question: str, graphs: list[Graph]) -> None:
+        """`vsim`: cosine of the question and each candidate's verbalisation; `lex_p` / `lex_r`: the share of
+        the graph's own words (class and predicate labels) that the question uses, and of the question's
+        content words the graph's labels cover."""
+        x = self.owner
+        if not graphs:
+            return
+        q_words = {w for w in stems(question) if w not in FUNCTION_WORDS}
+        texts = []
+        for g in graphs:
+            words = set()
+            for c in ([g.focus_class] if g.focus_class else []):
+                words |= set(stems(x.schema.class_label(c)))
+            for path in [c.path for c in g.conds] + list(g.answer) + [p for _, p in g.aggs if p] + \
+                    ([g.order[0]] if g.order and g.order[0] else []):
+                for step in path:
+                    info = x.schema.predicates.get(step.pred)
+                    words |= set(stems(info.label if info else ""))
+            words -= FUNCTION_WORDS
+            g.features["lex_p"] = len(words & q_words) / len(words) if words else 0.0
+            g.features["lex_r"] = len(words & q_words) / len(q_words) if q_words else 0.0
+            texts.append(verbalise(g, x.schema))
+        emb = self.text_embedder()
+        if not emb:
+            return
+        import numpy as np
+
+        vecs = emb.encode([question] + texts, progress=False)
+        sims = vecs[1:] @ vecs[0]
+        for g, sim in zip(graphs, np.asarray(sims).tolist(), strict=True):
+            g.features["vsim"] = float(sim)
+
+    def case_entity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`case_entity` of one-hop candidates: whether the `cases` translator (same bank, same exclusions) fills
+        its entity slot with this candidate's anchor — its mention prior and (entity, property) KB check make
+        a second opinion on which of several same-label items the question means."""
+        x = self.owner
+        hops = [g for g in graphs if g.family == "hop"]
+        bank = x._case_bank() if hops else False
+        if not bank or not len(bank):
+            return
+        if x._cases is None:
+            from kbqa.translators.cases import CasesTranslator
+
+            x._cases = CasesTranslator(x.store_dir, bank=bank, store=x.store, memory=x.memory)
+            x._cases.exclude(x._exclude_ids, x._exclude_questions)
+        from kbqa.translators.casebank import question_key
+
+        saved = set(x._cases.exclude_questions)
+        x._cases.exclude_questions.add(question_key(question))  # as for case_vote: never its own answer
+        try:
+            fills = x._cases.translate(question).details.get("fills") or {}
+        except KBQAError:  # cases has no structure for it: no second opinion
+            return
+        finally:
+            x._cases.exclude_questions = saved
+        chosen = {x.profile.expand(f["uri"]) for f in fills.values() if f.get("uri")}
+        for g in hops:
+            value = g.conds[0].value
+            g.features["case_entity"] = 1.0 if value is not None and value.value in chosen else 0.0
+
+    def case_vote(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
+        """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
+        (when it has one) use the same predicate in the same direction — learned from training questions of
+        this kind, never from the question itself."""
+        x = self.owner
+        hops = [g for g in graphs if g.family == "hop"]
+        if not hops:
+            return
+        x._case_bank()
+        if x._bank is False or not len(x._bank):
+            return
+        from kbqa.translators.casebank import question_key
+        from kbqa.translators.mentions import mask
+
+        # votes per masked question: each candidate masks its own anchor's words, so the nearest cases are
+        # questions shaped like this one around *that* entity ("where was [X] born" for "kyle rossiter")
+        by_mask: dict[str, dict[tuple[str, str], float]] = {}
+        for g in hops:
+            cond = g.conds[0]
+            span = next((lk.span for lk in a.entities if lk.iri == cond.value.value), None) if cond.value else None
+            masked = mask(question, [span] if span else [], "something")
+            if masked not in by_mask:
+                votes: dict[tuple[str, str], float] = {}
+                # the question itself never votes (a training question is in the bank that scores it)
+                skip = x._exclude_questions | {question_key(question)}
+                for h in x._bank.search(masked, k=10, exclude_ids=x._exclude_ids or None,
+                                           exclude_questions=skip):
+                    for chk in h.case.checks:
+                        key = (x.profile.expand(chk.property), chk.position)
+                        votes[key] = max(votes.get(key, 0.0), h.similarity)
+                by_mask[masked] = votes
+            step = cond.path[0]
+            g.features["case_vote"] = by_mask[masked].get((step.pred, "subject" if not step.forward else "object"),
+                                                          0.0)
