@@ -8,6 +8,9 @@ plain JSON in `<store>/current/schema/schema.json` (never pickle). Contents:
               ranges{class: n}}; `name` is the readable name from the IRI (`singer#song_release_year` ->
               "singer song release year"), `label` the label memory's label (or the local name)
   values      normalised literal -> [[predicate, count, lexical form, datatype]] for short literals
+  groups      super-property IRI -> {label, subs[]}: property groups through `rdfs:subPropertyOf` ("statistics"
+              whose sub-properties are the attributes); a file written before groups existed has no such key
+              and `open_schema` adds it with one query
 Knowledge graphs without `rdfs:label` (relational data turned into RDF, BESTIARY) get readable names from
 IRI local names; everything else comes from the label memory.
 """
@@ -42,6 +45,9 @@ MAX_VALUE_WORDS = 10
 MAX_CLASSES_PER_PREDICATE = 25
 MAX_VALUES = 300_000
 QUERY_TIMEOUT_S = 120.0
+SUB_PROPERTY_OF = "http://www.w3.org/2000/01/rdf-schema#subPropertyOf"
+# A group names at least this many sub-properties (one sub-property is a synonym, not a group).
+MIN_GROUP = 2
 
 
 def readable_name(iri: str) -> str:
@@ -108,8 +114,10 @@ class SchemaMemory:
     """Classes, predicates and quotable values of one store (see the module docstring)."""
 
     def __init__(self, classes: dict[str, dict[str, Any]], predicates: dict[str, PredicateInfo],
-                 values: dict[str, list[list[Any]]], meta: dict[str, Any]):
+                 values: dict[str, list[list[Any]]], meta: dict[str, Any],
+                 groups: dict[str, dict[str, Any]] | None = None):
         self.classes = classes
+        self.groups = groups  # None: read from a file that predates groups (open_schema fills it in)
         self.predicates = predicates
         self.values = values
         self.meta = meta
@@ -145,7 +153,8 @@ class SchemaMemory:
     # ---- persistence -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"format": SCHEMA_FORMAT, "meta": self.meta, "classes": self.classes,
-                "predicates": {p: i.to_dict() for p, i in self.predicates.items()}, "values": self.values}
+                "predicates": {p: i.to_dict() for p, i in self.predicates.items()}, "values": self.values,
+                **({"groups": self.groups} if self.groups is not None else {})}
 
     def save(self, store_dir: str | Path) -> Path:
         """Write atomically (temp file + rename): a reader never sees half a memory."""
@@ -163,7 +172,7 @@ class SchemaMemory:
             raise ValueError(f"schema memory format {d.get('format')!r} is not {SCHEMA_FORMAT}; rebuild it with "
                              f"`kbqa index`")
         preds = {p: PredicateInfo(**i) for p, i in d.get("predicates", {}).items()}
-        return cls(d.get("classes", {}), preds, d.get("values", {}), d.get("meta", {}))
+        return cls(d.get("classes", {}), preds, d.get("values", {}), d.get("meta", {}), d.get("groups"))
 
     @classmethod
     def load(cls, store_dir: str | Path) -> SchemaMemory | None:
@@ -242,10 +251,27 @@ def build_schema(store: Any, profile: KBProfile, memory: Any = None) -> SchemaMe
         values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype")])
         kept += 1
     _label(classes, preds, profile, memory)
+    groups = build_groups(store, preds, memory)
     meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
             "values": kept, "seconds": round(time.perf_counter() - t0, 3)}
     log.info("schema memory: %s", meta)
-    return SchemaMemory(classes, preds, dict(values), meta)
+    return SchemaMemory(classes, preds, dict(values), meta, groups)
+
+
+def build_groups(store: Any, preds: dict[str, PredicateInfo], memory: Any = None) -> dict[str, dict[str, Any]]:
+    """Super-properties with at least MIN_GROUP sub-properties that the KB uses, each with its label."""
+    subs: dict[str, list[str]] = defaultdict(list)
+    for sub, sup in _rows(store, f"SELECT ?s ?g WHERE {{ ?s <{SUB_PROPERTY_OF}> ?g }}"):
+        if _val(sub) in preds and _val(sup) and sup.get("type") == "uri" and _val(sup) != _val(sub):
+            subs[_val(sup)].append(_val(sub))
+    rows = memory.get_many(list(subs)) if memory is not None and subs else {}
+    out: dict[str, dict[str, Any]] = {}
+    for g, members in subs.items():
+        if len(members) >= MIN_GROUP:
+            row = rows.get(g)
+            out[g] = {"label": row.label if row is not None and row.label else readable_name(g),
+                      "subs": sorted(members)}
+    return out
 
 
 def _label(classes: dict[str, dict[str, Any]], preds: dict[str, PredicateInfo], profile: KBProfile,
@@ -267,20 +293,28 @@ def _label(classes: dict[str, dict[str, Any]], preds: dict[str, PredicateInfo], 
 def open_schema(store_dir: str | Path, store: Any, profile: KBProfile, memory: Any = None) -> SchemaMemory:
     """The store's schema memory, built and saved on first use when `kbqa index` has not made one."""
     schema = SchemaMemory.load(store_dir)
-    if schema is None or schema.meta.get("profile") != profile.name:
-        own = None
-        if memory is None and StoreLayout.of(store_dir).labels.is_file():
-            from kb_dumps.label_memory import LabelMemory
+    if schema is not None and schema.meta.get("profile") == profile.name and schema.groups is not None:
+        return schema
+    own = None
+    if memory is None and StoreLayout.of(store_dir).labels.is_file():
+        from kb_dumps.label_memory import LabelMemory
 
-            # labels must be the label memory's: grounding checks a confirmed URI against them
-            memory = own = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
-        try:
+        # labels must be the label memory's: grounding checks a confirmed URI against them
+        memory = own = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+    try:
+        if schema is None or schema.meta.get("profile") != profile.name:
             schema = build_schema(store, profile, memory)
-        finally:
-            if own is not None:
-                own.close()
-        try:
-            schema.save(store_dir)
-        except OSError as e:  # a read-only store directory: keep it in memory
-            log.warning("could not save the schema memory: %s", e)
+        else:  # written before property groups: add them, keep the rest
+            schema.groups = build_groups(store, schema.predicates, memory)
+    finally:
+        if own is not None:
+            own.close()
+    _save(schema, store_dir)
     return schema
+
+
+def _save(schema: SchemaMemory, store_dir: str | Path) -> None:
+    try:
+        schema.save(store_dir)
+    except OSError as e:  # a read-only store directory: keep it in memory
+        log.warning("could not save the schema memory: %s", e)

@@ -341,7 +341,7 @@ def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     meta = json.loads(out.stdout)["schema"]
-    assert meta["classes"] == 4 and meta["predicates"] == 7 and meta["profile"] == "generic"
+    assert meta["classes"] == 4 and meta["predicates"] == 10 and meta["profile"] == "generic"
     assert SchemaMemory.load(store).predicates[EX + "bornYear"].label == "birth year"
 
 
@@ -365,3 +365,34 @@ def test_bad_ranker_weights_are_a_usage_error(zoo: Path, tmp_path: Path) -> None
     with pytest.raises(KBQAError) as e:
         make(ModelSettings(backend="explore", explore_weights=bad), zoo)
     assert e.value.info.stage == "usage" and "unknown ranker features" in e.value.info.message
+
+
+# ---- property groups through rdfs:subPropertyOf (explore_groups.py) --------------------------------
+
+
+def test_schema_memory_knows_property_groups_and_fills_in_an_old_file(zoo: Path) -> None:
+    from kb_dumps.profiles import get_profile
+
+    with open_store(zoo) as store:
+        schema = open_schema(zoo, store, get_profile("generic"))
+        assert schema.groups == {EX + "fitness": {"label": "fitness", "subs": [EX + "agility", EX + "strength"]}}
+        old = schema.to_dict()
+        old.pop("groups")  # a file written before groups: same format, read as "groups unknown"
+        SchemaMemory.from_dict(old).save(zoo)
+        assert SchemaMemory.load(zoo).groups is None
+        assert open_schema(zoo, store, get_profile("generic")).groups == schema.groups
+    assert SchemaMemory.load(zoo).groups == schema.groups
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What is the maximum value of the fitness attributes?", [["9"]]),  # MAX over the group's values
+    ("What is the dominant fitness attribute on average?", [[EX + "agility", "7.5"]]),  # GROUP BY ?p ORDER BY AVG
+    ("Is Leo superior to Zara in terms of mean fitness?", True),  # AVG of two items compared
+    ("Is Leo superior to Zara in terms of fitness?", False),  # share of attributes where Leo is higher: 1/2
+])
+def test_property_group_families_on_the_zoo(zoo_engine: Engine, question: str, expected: object) -> None:
+    result = zoo_engine.ask(question)
+    if isinstance(expected, bool):
+        assert result.answers.boolean is expected
+    else:
+        assert _values(result) == sorted(expected)

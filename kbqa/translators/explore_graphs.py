@@ -73,6 +73,7 @@ class Graph:
     # or a comparison ">", "<" asked as yes/no ("are there more X than Y")
     parts: list[Graph] = field(default_factory=list)
     combine: str | None = None
+    pred_set: str | None = None  # a property group: the super-property whose sub-properties are asked about
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     rows: int | None = None  # answers found by the execution check
@@ -80,7 +81,7 @@ class Graph:
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
-                           [p.key() for p in self.parts], self.combine],
+                           [p.key() for p in self.parts], self.combine, self.pred_set],
                           default=lambda o: o.__dict__, sort_keys=True)
 
     def size(self) -> int:
@@ -180,7 +181,11 @@ def _bar(text: str) -> str:
 def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
     """The graph as DeSQ text (`desq=True`) or as SPARQL."""
     w = _Writer(g, schema, desq)
-    if g.parts:
+    if g.pred_set:  # a property group (explore_groups.py)
+        from kbqa.translators.explore_groups import write_group
+
+        body, head, mods, first = write_group(w, g)
+    elif g.parts:
         body, head, mods = _combined(w, g)
         first = _say_combined(w, g)
     else:

@@ -64,7 +64,10 @@ class Search:
         a.entities = [lk for lk in a.entities if not any(overlaps(lk.span, sp) for sp in taken)]
         a.values = [lk for lk in a.values if not any(overlaps(lk.span, sp) for sp in taken)]
         n = 0
-        for gen in (self._compare_graphs(a), self._paired(a, self._class_graphs(a)), self._entity_graphs(a)):
+        from kbqa.translators.explore_groups import group_graphs
+
+        for gen in (group_graphs(self, a), self._compare_graphs(a), self._paired(a, self._class_graphs(a)),
+                    self._entity_graphs(a)):
             for g in gen:
                 yield g
                 n += 1
