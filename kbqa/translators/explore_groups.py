@@ -25,7 +25,9 @@ GENERIC = frozenset({"value", "values", "attribute", "attributes", "property", "
 MIN_ABBREVIATION = 3
 DESC_WORDS = ("dominant", "highest", "best", "strongest", "greatest", "largest", "biggest", "main", "top")
 ASC_WORDS = ("lowest", "weakest", "worst", "smallest", "least")
-_BEATS = re.compile(r"\b(superior|better|stronger|greater|higher|more|inferior|worse|weaker|lower|less)\s+(?:to|than)\b")
+# "superior to", "a greater value of average statistics than": a few words may sit between
+_BEATS = re.compile(r"\b(superior|better|stronger|greater|higher|more|inferior|worse|weaker|lower|less)"
+                    r"(?:\s+\w+){0,5}?\s+(?:to|than)\b")
 _FEWER = ("inferior", "worse", "weaker", "lower", "less")
 # "superior on most attributes": the share of attributes on which the first item is higher must pass this
 MAJORITY = 0.5
@@ -62,7 +64,9 @@ def link_groups(question: str, schema: SchemaMemory, min_score: float = 0.6) -> 
 
 def group_graphs(s: Search, a: Anchors) -> Iterator[Graph]:
     """The property-group families for the best linked group."""
-    groups = link_groups(a.question, s.schema)
+    # "combat maneuver defense": words that name one property well are not an abbreviated group name
+    groups = [g for g in link_groups(a.question, s.schema)
+              if not any(lk.score >= 0.8 and overlaps(lk.span, g.span) for lk in a.predicates)]
     if not groups:
         return
     glink = groups[0]
