@@ -13,6 +13,7 @@ The held-out accuracy in the file's `meta` comes from a split by database (a fif
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import re
@@ -24,7 +25,8 @@ import numpy as np
 from kbqa.translators.explore_prior import DEFAULT_PRIOR_PATH, SHAPES, StructurePrior, sparql_shape, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TRAIN = ROOT.parent / "shared" / "data" / "spider4sparql" / "train.json"
+# bundled by scripts/copy_benchmarks.py (gzip); a plain train.json from upstream works too
+DEFAULT_TRAIN = ROOT / "eval" / "benchmarks" / "spider4sparql" / "train.json.gz"
 SCORED_SETS = ("bestiary", "simplequestions-valid",
                *(f"spider4sparql-{db}" for db in ("battle_death", "car_1", "concert_singer", "employee_hire_evaluation",
                                                   "pets_1", "poker_player")))
@@ -47,7 +49,8 @@ def scored_questions() -> set[str]:
 def load_examples(path: Path, exclude: set[str]) -> tuple[list[tuple[str, str, str]], int]:
     """(database, question, shape) per train pair whose question is not a scored one; and how many were dropped."""
     rows, dropped = [], 0
-    for x in json.loads(path.read_text(encoding="utf-8")):
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    for x in json.loads(raw.decode("utf-8")):
         if _norm(x["question"]) in exclude:
             dropped += 1
             continue
@@ -106,7 +109,7 @@ def accuracy(prior: StructurePrior, rows: list[tuple[str, str, str]]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--train", type=Path, default=DEFAULT_TRAIN, help="Spider4SPARQL train.json")
+    p.add_argument("--train", type=Path, default=DEFAULT_TRAIN, help="Spider4SPARQL train.json or .json.gz (default: the bundled copy)")
     p.add_argument("--out", type=Path, default=DEFAULT_PRIOR_PATH)
     p.add_argument("--features", type=int, default=3000, help="keep this many word features")
     p.add_argument("--l2", type=float, default=1e-3)
