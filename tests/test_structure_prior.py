@@ -138,3 +138,25 @@ def test_no_prior_file_no_feature(monkeypatch: pytest.MonkeyPatch) -> None:
     add_struct_prior("How many animals?", [g])
     assert "struct_prior" not in g.features
     assert Ranker({"struct_prior": 1.0}).features(g).get("struct_prior", 0.0) == 0.0
+
+
+def test_kbqa_train_ranker_learns_its_weight() -> None:
+    """`kbqa train --ranker` fits `struct_prior` like any other feature."""
+    from kbqa.training.ranker import Candidate, Question, evaluate
+    from kbqa.training.ranker import fit as fit_ranker
+
+    qs = [Question(f"q{i}", "kg", "?", [Candidate({"coverage": 0.6, "struct_prior": 0.1}, 0.0),
+                                        Candidate({"coverage": 0.5, "struct_prior": 0.9}, 1.0)]) for i in range(20)]
+    prior = Ranker({k: 0.0 for k in FEATURES}, 0.0)
+    prior.weights["coverage"] = 5.0
+    fitted = fit_ranker(qs, prior=prior, l2=0.1, steps=300)
+    assert fitted.weights["struct_prior"] > 0 and evaluate(fitted, qs)["f1"] == 1.0
+
+
+def test_silent_on_yes_no_questions(shipped: StructurePrior) -> None:
+    """The training questions have no yes/no question: the prior gives no candidate of one a feature."""
+    g = Graph("class", focus_class="c", aggs=[("COUNT", None)])
+    add_struct_prior("Is the number of dragons greater than the number of elves?", [g], shipped)
+    assert "struct_prior" not in g.features
+    add_struct_prior("How many dragons are there?", [g], shipped)
+    assert g.features["struct_prior"] > 0.5

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.translators.explore_graphs import Graph
+from kbqa.translators.explore_link import read_cues
 
 PRIOR_FORMAT = "structure-prior/1"
 DEFAULT_PRIOR_PATH = Path(__file__).with_name("explore_structure_prior.json")
@@ -138,11 +139,25 @@ def load_prior(path: str | None = None) -> StructurePrior | None:
         return None
 
 
+# Spider4SPARQL train has no yes/no question: on one the prior knows nothing and stays silent (the feature is 0
+# for every candidate, so the other features decide between ASK and the rest).
+_YES_NO = {"is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
+           "should", "shall", "may", "might", "must", "am"}
+
+
+def _yes_no(question: str) -> bool:
+    words = re.findall(r"[a-z]+", question.lower())
+    return bool(words) and words[0] in _YES_NO
+
+
 def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None) -> None:
     """Set feature `struct_prior` on every candidate: P(its shape | the question); nothing without a prior."""
     prior = prior or load_prior()
-    if prior is None or not pool:
+    if prior is None or not pool or _yes_no(question):
         return
     probs = prior.predict(question)
+    cues = read_cues(question)
+    if max(probs, key=probs.get) == "list" and (cues.aggregates or cues.superlative or cues.count or cues.group):
+        return  # the cue reader read a shape word the prior's vocabulary lacks ("mean", "rarest"): it stays silent
     for g in pool:
         g.features["struct_prior"] = prior.feature(probs, g)
