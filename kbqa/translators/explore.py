@@ -172,8 +172,10 @@ class ExploreTranslator(Translator):
         # a span that names a class or predicate well is not a respelt item name
         entities = self._entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
         self._qualify(question, entities, classes)
-        return Anchors(question, cues, classes, [lk for lk in schema_links if lk.kind == "predicate"],
-                       link_values(question, self.schema, cues), entities)
+        predicates = [lk for lk in schema_links if lk.kind == "predicate"]
+        values = link_values(question, self.schema, cues)
+        _number_units(question, values, predicates)
+        return Anchors(question, cues, classes, predicates, values, entities)
 
     def _qualify(self, question: str, entities: list[Link], classes: list[Link]) -> None:
         """"draconic language", "chaotic good alignment": a class word right after an entity of that class says
@@ -301,6 +303,29 @@ def _load_ranker(path: str | Path | None) -> Ranker:
     except ValueError as e:
         raise TranslateError(f"{e}; write weights with `kbqa train --ranker` or unset KBQA_EXPLORE_WEIGHTS",
                              stage="usage") from None
+
+
+def _number_units(question: str, values: list[Link], predicates: list[Link]) -> None:
+    """A number links to every numeric predicate that holds it, all alike; the word right after it ("4
+    cylinders", "3 doors") or right before it ("age 30", "horsepower of 150") names the predicate meant. That
+    predicate's link to the number gets the word's link score, the number's other readings are halved."""
+    by_span: dict[tuple[int, int], list[Link]] = {}
+    for v in values:
+        if v.datatype and v.value is not None and v.op == "=" and question[v.span[0]:v.span[1]].strip().isdigit():
+            by_span.setdefault(v.span, []).append(v)
+    for (start, end), links in by_span.items():
+        after = question[end:end + 1] == " "
+        named = {p.iri: p.score for p in predicates
+                 if (after and p.span[0] == end + 1) or
+                 (p.span[1] <= start and _gap_is(question[p.span[1]:start], ("", "of", "is", "=", "equal to")))}
+        if not any(v.iri in named for v in links):
+            continue
+        for v in links:
+            v.score = max(v.score, named[v.iri]) if v.iri in named else v.score * 0.5
+
+
+def _gap_is(text: str, words: tuple[str, ...]) -> bool:
+    return " ".join(text.split()).lower() in words
 
 
 def _all_empty(rows: list[list[Any]]) -> bool:

@@ -1,0 +1,40 @@
+"""A number next to a predicate's name ("4 cylinders", "horsepower of 150") links to that predicate first."""
+
+from __future__ import annotations
+
+from kbqa.translators.explore import _number_units
+from kbqa.translators.explore_link import Link
+
+INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+
+def _number(question: str, text: str, pred: str) -> Link:
+    start = question.index(text)
+    return Link("value", pred, 0.38, (start, start + len(text)), text, value=text, datatype=INT, label=pred)
+
+
+def _pred(question: str, text: str, pred: str, score: float = 1.0) -> Link:
+    start = question.index(text)
+    return Link("predicate", pred, score, (start, start + len(text)), text, label=text)
+
+
+def test_the_word_after_the_number_names_its_predicate() -> None:
+    q = "What is the average mpg of the cars with 4 cylinders?"
+    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders"), _number(q, "4", "ex:doors")]
+    _number_units(q, values, [_pred(q, "cylinders", "ex:cylinders"), _pred(q, "mpg", "ex:mpg", 0.9)])
+    scores = {v.iri: v.score for v in values}
+    assert scores["ex:cylinders"] == 1.0 and scores["ex:id"] < 0.38 and scores["ex:doors"] < 0.38
+
+
+def test_the_word_before_the_number_names_its_predicate() -> None:
+    q = "cars with horsepower of 150"
+    values = [_number(q, "150", "ex:id"), _number(q, "150", "ex:horsepower")]
+    _number_units(q, values, [_pred(q, "horsepower", "ex:horsepower", 0.9)])
+    assert [v.score for v in values] == [0.19, 0.9]
+
+
+def test_no_named_predicate_leaves_the_readings_alike() -> None:
+    q = "which cars have 4 of them"
+    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders")]
+    _number_units(q, values, [_pred(q, "cars", "ex:cars")])  # "cars" is not next to the number
+    assert [v.score for v in values] == [0.38, 0.38]
