@@ -38,3 +38,24 @@ def test_no_named_predicate_leaves_the_readings_alike() -> None:
     values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders")]
     _number_units(q, values, [_pred(q, "cars", "ex:cars")])  # "cars" is not next to the number
     assert [v.score for v in values] == [0.38, 0.38]
+
+
+def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
+    # "name and weight … ordered by weight": the weight is an answer column, not only the sort key
+    from pathlib import Path
+
+    from kb_dumps.ingest import ingest
+    from kbqa.pipeline import Engine
+    from kbqa.translators.explore import ExploreTranslator
+
+    zoo = Path(__file__).resolve().parent / "fixtures" / "explore" / "zoo.ttl"
+    store = tmp_path / "zoo"
+    ingest([zoo], store, profile="generic", progress=False)
+    with Engine(store=store) as engine:
+        engine.translator = ExploreTranslator(store, store=engine.store)
+        listed = engine.ask("Show the name and weight of every animal ordered by weight")
+        only_key = engine.ask("Show the name of every animal ordered by weight")
+    assert listed.ok and only_key.ok
+    weights = {"4", "5", "130", "190", "320"}
+    assert any(weights <= {c.value for c in col} for col in zip(*listed.answers.rows, strict=True))
+    assert not any(weights <= {c.value for c in col if c} for col in zip(*only_key.answers.rows, strict=True))

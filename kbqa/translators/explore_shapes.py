@@ -4,6 +4,7 @@ as an alternative with features saying which cues it honours and which it leaves
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -211,7 +212,9 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 by = q.find(" by ")
                 keys = _near(free, by if by >= 0 else len(q), after=True)[:2]
                 for key in keys:
-                    shown = [p for p in free_paths if p != key[0]]
+                    # "show name, country, age … ordered by age": a key the question also lists is shown too
+                    listed = by >= 0 and re.search(r"\b" + re.escape(key[1].text.lower()) + r"\b", q[:by])
+                    shown = [p for p in free_paths if p != key[0] or listed]
                     yield _Shape([()] + shown, order=(key[0], cues.order == "desc"), conds=cc,
                                  spans=used_spans + [x[1].span for x in free], features={**f0, "cue_ok": 1.0})
             for op, value, path, cls_span in _having(s, a, focus, related):
