@@ -106,6 +106,7 @@ def test_open_schema_builds_once_and_saves(zoo: Path) -> None:
     assert path.is_file()
     again = SchemaMemory.load(zoo)
     assert again.meta == first.meta and set(again.classes) == {EX + "Animal", EX + "Keeper", EX + "Enclosure",
+                                                              EX + "Food", EX + "Supplier",
                                                               "http://www.w3.org/2000/01/rdf-schema#Class"}
 
 
@@ -341,7 +342,7 @@ def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     meta = json.loads(out.stdout)["schema"]
-    assert meta["classes"] == 4 and meta["predicates"] == 10 and meta["profile"] == "generic"
+    assert meta["classes"] == 6 and meta["predicates"] == 11 and meta["profile"] == "generic"
     assert SchemaMemory.load(store).predicates[EX + "bornYear"].label == "birth year"
 
 
@@ -396,3 +397,17 @@ def test_property_group_families_on_the_zoo(zoo_engine: Engine, question: str, e
         assert result.answers.boolean is expected
     else:
         assert _values(result) == sorted(expected)
+
+
+# ---- a class word after a name: the item of that class ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which animals eat herring food?", [[EX + "gus"], [EX + "pip"]]),  # *herring f*, not the supplier named Herring
+    ("Which animals eat both herring and krill food?", [[EX + "pip"]]),  # the class word covers the list before it
+])
+def test_a_class_word_picks_the_item_of_that_class(zoo_engine: Engine, question: str, expected: object) -> None:
+    result = zoo_engine.ask(question)
+    assert _values(result) == sorted(expected)
+    links = zoo_engine.translator.anchors(question).entities
+    assert max(links, key=lambda lk: lk.score).iri in {EX + "HerringF", EX + "KrillF"}

@@ -179,15 +179,82 @@ class ExploreTranslator(Translator):
 
     def _qualify(self, question: str, entities: list[Link], classes: list[Link]) -> None:
         """"draconic language", "chaotic good alignment": a class word right after an entity of that class says
-        what the entity is; the entity's span takes the word and the class is a weak focus."""
+        what the entity is; the entity's span takes the word and the class is a weak focus. Among items of the
+        same name the one of that class is meant ("cyclops language" is the language, not the creature; of two
+        such languages, the one the KG uses most), and the class word covers a list before it ("both gnoll and
+        elven languages", "abyssal, sylvan and elven languages") and each place it is written."""
+        import re
+
         for c in classes:
-            for e in entities:
-                gap = question[e.span[1]:c.span[0]]
-                if 0 <= c.span[0] - e.span[1] <= 2 and not gap.strip() and self._is_a(e.iri, c.iri):
-                    e.span = (e.span[0], c.span[1])
-                    e.score = min(1.0, e.score + 0.3)
-                    c.score *= 0.3
-                    break
+            found = False
+            for m in re.finditer(r"\b" + re.escape(c.text.lower()) + r"\b", question.lower()):
+                end, last = m.start(), True
+                while end > 0:
+                    word = re.search(r"[A-Za-z][A-Za-z'\-]*(?:\s+[A-Za-z][A-Za-z'\-]*)?\s*$", question[:end])
+                    if word is None:
+                        break
+                    here = [e for e in entities if e.span[1] <= end and not question[e.span[1]:end].strip()
+                            and e.span[1] > word.start()]
+                    start = min((e.span[0] for e in here), default=word.start())
+                    named = self._pick_used([e for e in here if self._is_a(e.iri, c.iri)] +
+                                            self._instances_named(question, (start, end), c.iri, here))
+                    if named is None:
+                        break
+                    if all(e is not named for e in entities):
+                        entities.append(named)
+                    for e in here:  # the same name, of another class (or less used): kept, but weaker
+                        if e is not named:
+                            e.score *= 0.5
+                    named.score = min(1.0, named.score + 0.3)
+                    if last:
+                        named.span = (named.span[0], m.end())
+                    found, last = True, False
+                    joint = re.search(r"(?:,\s*(?:and|or)?|\s(?:and|or))\s*$", question[:named.span[0]])
+                    if joint is None:
+                        break
+                    end = joint.start()
+            if found:
+                c.score *= 0.3
+
+    def _instances_named(self, question: str, span: tuple[int, int], cls: str, same: list[Link]) -> list[Link]:
+        """Items of class `cls` named by the last one or two words in `span` (the name may add one word, as
+        *cyclops l* does), other than those already linked (`same`)."""
+        import re
+
+        from grounding.text import normalize
+
+        part = self._detector.lexicon.parts.get("entity") if self._detector else None
+        if part is None:
+            return []
+        tokens = list(re.finditer(r"\S+", question[span[0]:span[1]]))
+        for n in range(min(2, len(tokens)), 0, -1):
+            name = normalize(" ".join(t.group() for t in tokens[-n:])).split()
+            if not name or all(w in FUNCTION_WORDS for w in name):
+                continue
+            hits = [h for h in part.search(" ".join(name), 10)
+                    if h.name.split()[:len(name)] == name and len(h.name.split()) <= len(name) + 1]
+            rows = self.memory.by_rowids([h.rowid for h in hits[:5]])
+            start = span[0] + tokens[-n].start()
+            score = max((e.score for e in same), default=0.25)
+            out = [Link("entity", row.id, score, (start, span[1]), question[start:span[1]], label=row.label)
+                   for row in (rows.get(h.rowid) for h in hits[:5])
+                   if row is not None and all(e.iri != row.id for e in same) and self._is_a(row.id, cls)]
+            if out:
+                return out
+        return []
+
+    def _pick_used(self, links: list[Link]) -> Link | None:
+        """Of items named alike, the one the KG links to most (a stray duplicate is rarely used)."""
+        if len(links) <= 1:
+            return links[0] if links else None
+        iris = " ".join(f"<{lk.iri}>" for lk in links)
+        try:
+            rows = self.store.query(f"SELECT ?x (COUNT(?s) AS ?n) WHERE {{ VALUES ?x {{ {iris} }} ?s ?p ?x }} "
+                                    "GROUP BY ?x", timeout_s=1.0).to_dict()["rows"]
+        except KBQAError:
+            return links[0]
+        used = {r[0]["value"]: int(r[1]["value"]) for r in rows if r[0] and r[1]}
+        return max(links, key=lambda lk: used.get(lk.iri, 0))
 
     def _is_a(self, item: str, cls: str) -> bool:
         try:
