@@ -59,3 +59,20 @@ def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
     weights = {"4", "5", "130", "190", "320"}
     assert any(weights <= {c.value for c in col} for col in zip(*listed.answers.rows, strict=True))
     assert not any(weights <= {c.value for c in col if c} for col in zip(*only_key.answers.rows, strict=True))
+
+
+def test_a_value_right_after_a_class_word_belongs_to_that_class() -> None:
+    from grounding.schema import PredicateInfo, SchemaMemory
+    from kbqa.translators.explore import _value_owners
+
+    q = "the names of the singers who performed in a concert in 2014"
+    start = q.index("2014")
+    year = Link("value", "ex:concert_year", 0.7, (start, start + 4), "2014", value="2014")
+    release = Link("value", "ex:song_release_year", 0.7, (start, start + 4), "2014", value="2014")
+    concert = Link("class", "ex:Concert", 1.0, (q.index("concert"), q.index("concert") + 7), "concert")
+    singer = Link("class", "ex:Singer", 1.0, (q.index("singers"), q.index("singers") + 7), "singers")
+    schema = SchemaMemory({}, {"ex:concert_year": PredicateInfo("year", "year", domains={"ex:Concert": 6}),
+                               "ex:song_release_year": PredicateInfo("song release year", "year",
+                                                                     domains={"ex:Singer": 6})}, {}, {})
+    _value_owners(q, [year, release], [singer, concert], schema)
+    assert year.score > 0.7 > release.score
