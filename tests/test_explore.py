@@ -128,6 +128,7 @@ def test_cues() -> None:
     c = read_cues("What is the average, minimum, and maximum age of all singers from France?")
     assert c.aggregates == ["AVG", "MIN", "MAX"]
     assert read_cues("Is Syne Mitchell a male or female?").ask is False
+    assert read_cues("Is there any lion born in 2015 or 2017?").ask is True  # alternatives, still yes/no
     q = "List all song names by singers above the average age."
     c = read_cues(q)
     assert c.vs_average == [(">", q.index("above"))] and c.aggregates == []
@@ -411,3 +412,9 @@ def test_a_class_word_picks_the_item_of_that_class(zoo_engine: Engine, question:
     assert _values(result) == sorted(expected)
     links = zoo_engine.translator.anchors(question).entities
     assert max(links, key=lambda lk: lk.score).iri in {EX + "HerringF", EX + "KrillF"}
+
+
+def test_a_class_word_after_a_list_is_no_second_constraint(zoo_engine: Engine) -> None:
+    """"eat herring and krill food": *food* names the two items' class; no "eats some food" is added to the count."""
+    result = zoo_engine.ask("How many animals eat herring and krill food?")
+    assert _values(result) == [["1"]]

@@ -220,7 +220,7 @@ class ExploreTranslator(Translator):
 
     def _instances_named(self, question: str, span: tuple[int, int], cls: str, same: list[Link]) -> list[Link]:
         """Items of class `cls` named by the last one or two words in `span` (the name may add one word, as
-        *cyclops l* does), other than those already linked (`same`)."""
+        *cyclops l* does), other than those already linked there (`same`)."""
         import re
 
         from grounding.text import normalize
@@ -229,7 +229,9 @@ class ExploreTranslator(Translator):
         if part is None:
             return []
         tokens = list(re.finditer(r"\S+", question[span[0]:span[1]]))
-        for n in range(min(2, len(tokens)), 0, -1):
+        # the words of a linked name are that name ("chaotic neutral", never just "neutral"); else the last two
+        # words or the last one
+        for n in range(min(2, len(tokens)), 0 if not same else min(2, len(tokens)) - 1, -1):
             name = normalize(" ".join(t.group() for t in tokens[-n:])).split()
             if not name or all(w in FUNCTION_WORDS for w in name):
                 continue

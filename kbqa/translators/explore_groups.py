@@ -71,7 +71,8 @@ def group_graphs(s: Search, a: Anchors) -> Iterator[Graph]:
         return
     glink = groups[0]
     q = a.question.lower()
-    ents = [e for e in a.entities if not overlaps(e.span, glink.span)]
+    # the best link of each span ("gnoll languages": the language the class word picked, not the creature)
+    ents = sorted((e for e in a.entities if not overlaps(e.span, glink.span)), key=lambda e: -e.score)
     ents = [e for i, e in enumerate(ents) if not any(overlaps(e.span, f.span) for f in ents[:i])]
     aggs = [fn for fn in a.cues.aggregates if fn in ("AVG", "SUM", "MAX", "MIN")]
     if re.search(r"\b(sum|sums|total)\b", q):

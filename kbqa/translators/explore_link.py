@@ -91,8 +91,9 @@ class Cues:
 def read_cues(question: str) -> Cues:
     q = " " + " ".join(re.sub(r"[?,;:!()]", " ", question.lower()).split()) + " "
     c = Cues()
-    # "is X a male or female" asks which, not whether
-    c.ask = q.lstrip().startswith(YES_NO_START) and " how " not in q[:12] and " or " not in q
+    # "is X a male or female" asks which, not whether; "is there any X with A or B" still asks whether
+    c.ask = q.lstrip().startswith(YES_NO_START) and " how " not in q[:12] and \
+        (" or " not in q or q.lstrip().startswith(("is there ", "are there ")))
     c.count = any(k in q for k in (" how many ", " number of ", " count ", " how much "))
     for w, agg in AGG_WORDS.items():
         i = q.find(f" {w} ")

@@ -116,6 +116,11 @@ class Search:
                 spans = used + cspans
                 attrs = self._attributes(a, focus, spans)
                 for shape in self._shapes(a, focus, attrs, spans):
+                    # "speak sylvan and elven languages": "has some language" beside "has the language elven"
+                    # only repeats each item once per language it has (and inflates a COUNT)
+                    if any(c.op == "exists" and not c.negated and any(
+                            d.op == "=" and not d.negated and d.path == c.path for d in conds) for c in shape.conds):
+                        continue
                     g = Graph("class", focus_class=focus, conds=conds + shape.conds, answer=shape.answer,
                               form=shape.form, aggs=shape.aggs, group=shape.group, order=shape.order,
                               limit=shape.limit, distinct=shape.distinct, having=shape.having)

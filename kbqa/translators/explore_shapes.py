@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kbqa.translators.explore_graphs import Cond, Path, Step, Term
-from kbqa.translators.explore_link import TEMPORAL, Link, cue_spans
+from kbqa.translators.explore_link import TEMPORAL, Link, cue_spans, stems
 
 if TYPE_CHECKING:
     from kbqa.translators.explore_search import Anchors, Search, _Shape
@@ -244,8 +244,12 @@ def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, i
     for lk in a.classes:
         if lk.iri == focus or any(lk.span == sp for sp in spans):
             continue
-        if any(0 <= lk.span[0] - e.span[1] <= 1 for e in a.entities):
-            continue  # "neutral good alignment", "aklo language": the word names the item's class, not a count
+        # "neutral good alignment", "aklo language" (the entity's span may have taken the word, when the word is
+        # the class's name: "keep" after a keeper's name is a verb): the word names the item's class, not a count
+        if any(0 <= lk.span[0] - e.span[1] <= 1 or (e.span[0] < lk.span[0] and e.span[1] == lk.span[1] and
+                                                    stems(lk.text) == stems(s.schema.class_label(lk.iri)))
+               for e in a.entities):
+            continue
         paths = s.paths.to_class(focus, lk.iri)
         if paths:
             out.append((paths[0], lk, lk.span))
