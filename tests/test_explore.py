@@ -343,7 +343,7 @@ def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     meta = json.loads(out.stdout)["schema"]
-    assert meta["classes"] == 6 and meta["predicates"] == 11 and meta["profile"] == "generic"
+    assert meta["classes"] == 6 and meta["predicates"] == 12 and meta["profile"] == "generic"
     assert SchemaMemory.load(store).predicates[EX + "bornYear"].label == "birth year"
 
 
@@ -418,3 +418,12 @@ def test_a_class_word_after_a_list_is_no_second_constraint(zoo_engine: Engine) -
     """"eat herring and krill food": *food* names the two items' class; no "eats some food" is added to the count."""
     result = zoo_engine.ask("How many animals eat herring and krill food?")
     assert _values(result) == [["1"]]
+
+
+def test_a_word_of_several_values_is_a_contains_filter(zoo_engine: Engine) -> None:
+    """"wild" is a whole word of two of the three food sources (*wild sea*, *wild ocean*, *factory*)."""
+    values = [lk for lk in zoo_engine.translator.anchors("How many foods have a wild source?").values]
+    assert [(lk.iri, lk.op, lk.value) for lk in values] == [(EX + "source", "contains", "wild")]
+    assert _values(zoo_engine.ask("How many foods have a wild source?")) == [["2"]]
+    # a word of every value, or of one value only, says nothing about the category
+    assert zoo_engine.translator.anchors("How many foods come from the sea?").values == []

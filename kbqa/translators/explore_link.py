@@ -303,7 +303,55 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
         for p, _n in sorted(preds.items(), key=lambda kv: -kv[1])[:3]:
             out.append(Link("value", p, 0.8, (s, e), text, text, None, label=schema.predicates[p].label
                             if p in schema.predicates else "", op="contains"))
+    # a word that is a whole word of several values of one few-valued predicate ("wild food": the sources *wild
+    # sea*, *wild ocean*): any value containing it
+    taken = [lk.span for lk in out]
+    for m in re.finditer(r"[A-Za-z]{3,}", question):
+        word, span = m.group(0).lower(), (m.start(), m.end())
+        preds = _word_in_values(schema).get(word, [])
+        if not preds or word in FUNCTION_WORDS or any(overlaps(span, sp) for sp in taken) or \
+                singular(word) in _schema_words(schema):  # "stadium": the class, though stadium names hold it
+            continue
+        for p in preds[:2]:
+            out.append(Link("value", p, PART_OF_VALUE, span, m.group(0), word, None, op="contains",
+                            label=schema.predicates[p].label if p in schema.predicates else ""))
     out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
+    return out
+
+
+PART_OF_VALUE = 0.45  # the score of a word matched inside several values, below an exact value's
+MAX_CATEGORIES = 50  # a predicate with more distinct text values is a name, not a category
+_WORD_VALUES: dict[int, tuple[SchemaMemory, dict[str, list[str]]]] = {}
+
+
+def _schema_words(schema: SchemaMemory) -> set[str]:
+    """The words of the schema's class and predicate names (singular)."""
+    names = [schema.class_label(c) for c in schema.classes] + [i.label for i in schema.predicates.values()]
+    return {singular(w) for name in names for w in normalize(name).split()}
+
+
+def _word_in_values(schema: SchemaMemory) -> dict[str, list[str]]:
+    """word -> predicates with at most MAX_CATEGORIES distinct text values, two or more (not all) of which have
+    the word as a whole word; built once per schema memory."""
+    cached = _WORD_VALUES.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    per_pred: dict[str, int] = {}
+    per_word: dict[tuple[str, str], int] = {}
+    for key, hits in schema.values.items():
+        if not re.search(r"[a-z]", key):
+            continue
+        for p, *_rest in hits:
+            per_pred[p] = per_pred.get(p, 0) + 1
+            for w in set(key.split()):
+                if len(w) >= 3 and w not in FUNCTION_WORDS:
+                    per_word[(w, p)] = per_word.get((w, p), 0) + 1
+    out: dict[str, list[str]] = {}
+    for (w, p), n in sorted(per_word.items(), key=lambda kv: -kv[1]):
+        if 2 <= n < per_pred[p] <= MAX_CATEGORIES:
+            out.setdefault(w, []).append(p)
+    _WORD_VALUES.clear()  # one schema memory at a time (a translator holds one store)
+    _WORD_VALUES[id(schema)] = (schema, out)
     return out
 
 
