@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbqa.translators.explore import _number_units
+from kbqa.translators.explore_anchors import number_units
 from kbqa.translators.explore_link import Link
 
 INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -21,7 +21,7 @@ def _pred(question: str, text: str, pred: str, score: float = 1.0) -> Link:
 def test_the_word_after_the_number_names_its_predicate() -> None:
     q = "What is the average mpg of the cars with 4 cylinders?"
     values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders"), _number(q, "4", "ex:doors")]
-    _number_units(q, values, [_pred(q, "cylinders", "ex:cylinders"), _pred(q, "mpg", "ex:mpg", 0.9)])
+    number_units(q, values, [_pred(q, "cylinders", "ex:cylinders"), _pred(q, "mpg", "ex:mpg", 0.9)])
     scores = {v.iri: v.score for v in values}
     assert scores["ex:cylinders"] == 1.0 and scores["ex:id"] < 0.38 and scores["ex:doors"] < 0.38
 
@@ -29,14 +29,14 @@ def test_the_word_after_the_number_names_its_predicate() -> None:
 def test_the_word_before_the_number_names_its_predicate() -> None:
     q = "cars with horsepower of 150"
     values = [_number(q, "150", "ex:id"), _number(q, "150", "ex:horsepower")]
-    _number_units(q, values, [_pred(q, "horsepower", "ex:horsepower", 0.9)])
+    number_units(q, values, [_pred(q, "horsepower", "ex:horsepower", 0.9)])
     assert [v.score for v in values] == [0.19, 0.9]
 
 
 def test_no_named_predicate_leaves_the_readings_alike() -> None:
     q = "which cars have 4 of them"
     values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders")]
-    _number_units(q, values, [_pred(q, "cars", "ex:cars")])  # "cars" is not next to the number
+    number_units(q, values, [_pred(q, "cars", "ex:cars")])  # "cars" is not next to the number
     assert [v.score for v in values] == [0.38, 0.38]
 
 
@@ -63,7 +63,7 @@ def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
 
 def test_a_value_right_after_a_class_word_belongs_to_that_class() -> None:
     from grounding.schema import PredicateInfo, SchemaMemory
-    from kbqa.translators.explore import _value_owners
+    from kbqa.translators.explore_anchors import value_owners
 
     q = "the names of the singers who performed in a concert in 2014"
     start = q.index("2014")
@@ -74,5 +74,5 @@ def test_a_value_right_after_a_class_word_belongs_to_that_class() -> None:
     schema = SchemaMemory({}, {"ex:concert_year": PredicateInfo("year", "year", domains={"ex:Concert": 6}),
                                "ex:song_release_year": PredicateInfo("song release year", "year",
                                                                      domains={"ex:Singer": 6})}, {}, {})
-    _value_owners(q, [year, release], [singer, concert], schema)
+    value_owners(q, [year, release], [singer, concert], schema)
     assert year.score > 0.7 > release.score

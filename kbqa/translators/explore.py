@@ -22,6 +22,7 @@ from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kb_dumps.store import Store
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from kbqa.translators.explore_anchors import number_units, value_owners
 from kbqa.translators.explore_chooser import Chooser, make_chooser
 from kbqa.translators.explore_facts import FactsCheck
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
@@ -135,7 +136,6 @@ class ExploreTranslator(Translator):
     def _partial_entities(self, question: str, found: list[Link]) -> list[Link]:
         """Entities whose label contains a content word of the question as a whole token ("draconic" names
         *draconic l*), for spans no exact mention covers; weak links the search may still use."""
-        import re
 
         from grounding.text import normalize
 
@@ -175,8 +175,8 @@ class ExploreTranslator(Translator):
         self._qualify(question, entities, classes)
         predicates = [lk for lk in schema_links if lk.kind == "predicate"]
         values = link_values(question, self.schema, cues)
-        _number_units(question, values, predicates)
-        _value_owners(question, values, classes, self.schema)
+        number_units(question, values, predicates)
+        value_owners(question, values, classes, self.schema)
         return Anchors(question, cues, classes, predicates, values, entities)
 
     def _qualify(self, question: str, entities: list[Link], classes: list[Link]) -> None:
@@ -185,7 +185,6 @@ class ExploreTranslator(Translator):
         same name the one of that class is meant ("cyclops language" is the language, not the creature; of two
         such languages, the one the KG uses most), and the class word covers a list before it ("both gnoll and
         elven languages", "abyssal, sylvan and elven languages") and each place it is written."""
-        import re
 
         for c in classes:
             found = False
@@ -221,7 +220,6 @@ class ExploreTranslator(Translator):
     def _instances_named(self, question: str, span: tuple[int, int], cls: str, same: list[Link]) -> list[Link]:
         """Items of class `cls` named by the last one or two words in `span` (the name may add one word, as
         *cyclops l* does), other than those already linked there (`same`)."""
-        import re
 
         from grounding.text import normalize
 
@@ -374,56 +372,6 @@ def _load_ranker(path: str | Path | None) -> Ranker:
     except ValueError as e:
         raise TranslateError(f"{e}; write weights with `kbqa train --ranker` or unset KBQA_EXPLORE_WEIGHTS",
                              stage="usage") from None
-
-
-def _number_units(question: str, values: list[Link], predicates: list[Link]) -> None:
-    """A number links to every numeric predicate that holds it, all alike; the word right after it ("4
-    cylinders", "3 doors") or right before it ("age 30", "horsepower of 150") names the predicate meant. That
-    predicate's link to the number gets the word's link score, the number's other readings are halved."""
-    by_span: dict[tuple[int, int], list[Link]] = {}
-    for v in values:
-        if v.value is not None and v.op == "=" and question[v.span[0]:v.span[1]].strip(" .,;:?!").isdigit():
-            by_span.setdefault(v.span, []).append(v)
-    for (start, end), links in by_span.items():
-        after = question[end:end + 1] == " "
-        named = {p.iri: p.score for p in predicates
-                 if (after and p.span[0] == end + 1) or
-                 (p.span[1] <= start and _gap_is(question[p.span[1]:start], ("", "of", "is", "=", "equal to")))}
-        if not any(v.iri in named for v in links):
-            continue
-        for v in links:
-            v.score = max(v.score, named[v.iri]) if v.iri in named else v.score * 0.5
-
-
-_OWNER_GAP = re.compile(r"\s*(?:(?:in|of|from|for|on|at|during|with|since|named|called)\s+)?(?:(?:the|a|an)\s+)?"
-                        r"(?:year\s+)?$", re.IGNORECASE)
-
-
-def _value_owners(question: str, values: list[Link], classes: list[Link], schema: SchemaMemory) -> None:
-    """"a concert in 2014", "singers from France": a value written right after a class word belongs to a
-    predicate of that class (the concert's year, not a singer's song release year). Where the value's readings
-    split into predicates of that class and others, the class's own gain and the others lose."""
-    by_span: dict[tuple[int, int], list[Link]] = {}
-    for v in values:
-        by_span.setdefault(v.span, []).append(v)
-    for (start, _end), links in by_span.items():
-        near = [c for c in classes if c.span[1] <= start and _OWNER_GAP.fullmatch(question[c.span[1]:start])]
-        if not near or len(links) < 2:
-            continue
-        owner = max(near, key=lambda c: (c.span[1], c.span[0])).iri  # the nearest, and the shortest there
-
-        def owns(v: Link, owner: str = owner) -> bool:
-            info = schema.predicates.get(v.iri)
-            return bool(info and owner in info.domains)
-
-        if not any(owns(v) for v in links) or all(owns(v) for v in links):
-            continue
-        for v in links:
-            v.score = min(1.0, v.score * 1.3) if owns(v) else v.score * 0.7
-
-
-def _gap_is(text: str, words: tuple[str, ...]) -> bool:
-    return " ".join(text.split()).lower() in words
 
 
 def _all_empty(rows: list[list[Any]]) -> bool:

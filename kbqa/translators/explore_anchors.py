@@ -1,0 +1,61 @@
+"""Readings of a value the words around it settle, after linking (explore.py `anchors`): a number next to a
+predicate's name ("4 cylinders", "horsepower of 150") and a value right after a class word ("a concert in 2014")
+link to that predicate first; the value's other readings stay, weaker, for the ranker.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grounding.schema import SchemaMemory
+from kbqa.translators.explore_link import Link
+
+
+def number_units(question: str, values: list[Link], predicates: list[Link]) -> None:
+    """A number links to every numeric predicate that holds it, all alike; the word right after it ("4
+    cylinders", "3 doors") or right before it ("age 30", "horsepower of 150") names the predicate meant. That
+    predicate's link to the number gets the word's link score, the number's other readings are halved."""
+    by_span: dict[tuple[int, int], list[Link]] = {}
+    for v in values:
+        if v.value is not None and v.op == "=" and question[v.span[0]:v.span[1]].strip(" .,;:?!").isdigit():
+            by_span.setdefault(v.span, []).append(v)
+    for (start, end), links in by_span.items():
+        after = question[end:end + 1] == " "
+        named = {p.iri: p.score for p in predicates
+                 if (after and p.span[0] == end + 1) or
+                 (p.span[1] <= start and _gap_is(question[p.span[1]:start], ("", "of", "is", "=", "equal to")))}
+        if not any(v.iri in named for v in links):
+            continue
+        for v in links:
+            v.score = max(v.score, named[v.iri]) if v.iri in named else v.score * 0.5
+
+
+_OWNER_GAP = re.compile(r"\s*(?:(?:in|of|from|for|on|at|during|with|since|named|called)\s+)?(?:(?:the|a|an)\s+)?"
+                        r"(?:year\s+)?$", re.IGNORECASE)
+
+
+def value_owners(question: str, values: list[Link], classes: list[Link], schema: SchemaMemory) -> None:
+    """"a concert in 2014", "singers from France": a value written right after a class word belongs to a
+    predicate of that class (the concert's year, not a singer's song release year). Where the value's readings
+    split into predicates of that class and others, the class's own gain and the others lose."""
+    by_span: dict[tuple[int, int], list[Link]] = {}
+    for v in values:
+        by_span.setdefault(v.span, []).append(v)
+    for (start, _end), links in by_span.items():
+        near = [c for c in classes if c.span[1] <= start and _OWNER_GAP.fullmatch(question[c.span[1]:start])]
+        if not near or len(links) < 2:
+            continue
+        owner = max(near, key=lambda c: (c.span[1], c.span[0])).iri  # the nearest, and the shortest there
+
+        def owns(v: Link, owner: str = owner) -> bool:
+            info = schema.predicates.get(v.iri)
+            return bool(info and owner in info.domains)
+
+        if not any(owns(v) for v in links) or all(owns(v) for v in links):
+            continue
+        for v in links:
+            v.score = min(1.0, v.score * 1.3) if owns(v) else v.score * 0.7
+
+
+def _gap_is(text: str, words: tuple[str, ...]) -> bool:
+    return " ".join(text.split()).lower() in words
