@@ -11,8 +11,9 @@ folds of the same set are in the bank and the scored fold never is. The scored q
 --n questions evenly spaced through the set (all with --n 0).
 
 Per question, in the same run and over the same bank: `cases`; `explore`'s search alone (its best candidate);
-the fallback alone (the nearest case, every slot re-grounded); and `explore` as shipped (the search, or the
-fallback when the search has no candidate or only a weak one — `explore_fallback.WEAK_SCORE`). Each output is
+the fallback alone (the nearest case, every slot re-grounded); and `explore` as shipped (mode "auto": the search,
+or the fallback when `ExploreTranslator.fallback_reason` gives a reason — no candidate, a bare class list, a
+score below `explore_fallback.WEAK_SCORE`, or nearest cases whose facts the store lacks). Each output is
 compiled with `Engine.compile(..., execute=False)` and compared with the gold query (eval/query_metrics.py):
 exact structural match and triple-pattern F1. `--thresholds` prints what other WEAK_SCORE values would give.
 """

@@ -1,6 +1,7 @@
 """Build the `explore` ranker's structure prior from Spider4SPARQL train (question + gold SPARQL over 146
 databases that none of the scored KGs is): each gold query gets its shape label (`sparql_shape`), and a
-multinomial logistic regression over the question's words and bigrams (numpy, L2, full batch) learns
+multinomial logistic regression over the question's words and bigrams (numpy, L2, full batch — a few dozen
+lines, so scikit-learn, not a dependency of the project, is not pulled in for it) learns
 P(shape | question). The weights are pruned to the strongest features and saved as plain JSON.
 
   python -m kbqa.training.structure_prior                       # writes kbqa/translators/explore_structure_prior.json

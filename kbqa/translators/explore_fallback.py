@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kbqa.translators.explore_graphs import Graph
 
 # The best search candidate must score at least this for `explore` to keep it over the fallback (ranker units;
-# measured with bench/explore_fallback.py). None of the candidates: always the fallback, when a bank exists.
+# measured with bench/explore_fallback.py). None: no score threshold (the other reasons of `weak` still apply).
 WEAK_SCORE = None
 # A differing stretch of the case's question names a slot when it matches the slot's names this well.
 NAMES_SLOT = 0.6

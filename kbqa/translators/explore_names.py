@@ -50,7 +50,7 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
     known = {lk.iri for lk in found}
     spans: list[tuple[int, int]] = []
     for i in range(len(toks)):
-        if toks[i][2] in FUNCTION_WORDS or toks[i][2] == "s":
+        if toks[i][2] in _TRAILING:  # nor the start of one
             continue
         for j in range(min(len(toks), i + MAX_TOKENS), i, -1):
             if toks[j - 1][2] in _TRAILING:
@@ -63,7 +63,7 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
             spans.append((i, j))
     # longer n-grams first: they name more specific items; the budget keeps slow questions bounded
     spans.sort(key=lambda s: -(s[1] - s[0]))
-    best: dict[str, Link] = {}
+    matches: list[tuple[int, int, float, Any]] = []  # (first token, last token + 1, score, lexical hit)
     for i, j in spans[:MAX_LOOKUPS]:
         words = [t[2] for t in toks[i:j]]
         norm = " ".join(words)
@@ -78,18 +78,18 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
                 score = RESPELLING * h.score
             else:
                 continue
-            kept.append((score, h))
+            kept.append((i, j, score, h))
             if len(kept) >= PER_SPAN:
                 break
-        if not kept:
+        matches += kept
+    rows = memory.by_rowids([h.rowid for *_, h in matches]) if matches else {}  # one label lookup for all
+    best: dict[str, Link] = {}
+    for i, j, score, h in matches:
+        row = rows.get(h.rowid)
+        if row is None or row.id in known:
             continue
-        rows = memory.by_rowids([h.rowid for _, h in kept])
-        start, end = toks[i][0], toks[j - 1][1]
-        for score, h in kept:
-            row = rows.get(h.rowid)
-            if row is None or row.id in known:
-                continue
-            if row.id not in best or best[row.id].score < score:
-                best[row.id] = Link("entity", row.id, score, (start, end), question[start:end],
-                                    label=row.label or normalize(h.name), variant=True)
+        if row.id not in best or best[row.id].score < score:
+            start, end = toks[i][0], toks[j - 1][1]
+            best[row.id] = Link("entity", row.id, score, (start, end), question[start:end],
+                                label=row.label or normalize(h.name), variant=True)
     return sorted(best.values(), key=lambda lk: -lk.score)
