@@ -100,7 +100,7 @@ def load_qald(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[R
     file_id = None
     if isinstance(data, dict):
         items = data.get("questions")
-        file_id = (data.get("dataset") or {}).get("id")
+        file_id = _qald_dataset_id(path, data.get("dataset"))
     else:
         items = data
     if not isinstance(items, list):
@@ -125,6 +125,19 @@ def load_qald(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[R
         out.append(make_record(rid, _qald_questions(path, rid, q), sparql_of(q), kb=kb, dataset=dataset, meta=meta,
                                answers=rows, answer_vars=names, boolean=boolean, check_syntax=check_syntax))
     return out
+
+
+def _qald_dataset_id(path: Path, dataset: Any) -> str | None:
+    """QALD's `"dataset": {"id": "qald-9-test-multilingual"}`; a bare string id is read as the id too."""
+    if dataset is None or isinstance(dataset, str):
+        return dataset or None
+    if isinstance(dataset, dict):
+        ident = dataset.get("id")
+        if ident is None or isinstance(ident, str | int):
+            return None if ident is None else str(ident)
+        raise fail(path, f"the 'dataset' object's 'id' must be a string, not {type(ident).__name__}")
+    raise fail(path, f"'dataset' must be an object like {{\"id\": \"qald-9-test\"}} or a string id, not "
+                     f"{type(dataset).__name__}")
 
 
 # ---- LC-QuAD 2.0 ---------------------------------------------------------------------------------

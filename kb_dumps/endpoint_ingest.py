@@ -66,6 +66,8 @@ def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = N
     if page_size < 1 or id_batch < 1:
         raise IngestError("--page-size and the id batch must be at least 1", stage="usage")
     root = Path(store)
+    if profile is not None:
+        get_profile(profile)  # an unknown name or a bad file: refused before the store folder is made
     sparql = EndpointStore(endpoint, timeout_s=timeout_s, row_cap=MAX_PAGE_ROWS, dialect=dialect,
                            **(endpoint_options or {}))
     with store_lock(root, wait=wait):

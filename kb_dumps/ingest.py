@@ -60,7 +60,9 @@ def file_sha256(path: Path) -> str:
 
 @contextmanager
 def store_lock(root: Path, wait: bool = False) -> Iterator[None]:
-    """An exclusive lock on the store directory: one writer at a time, across processes."""
+    """An exclusive lock on the store directory: one writer at a time, across processes. Never in a file or in a
+    folder that is not a store (`StoreLayout.check_target`)."""
+    StoreLayout.of(root).check_target()
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(StoreLayout.of(root).lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -254,6 +256,8 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
             raise IngestError("is a directory; give the dump files in it (e.g. DIR/*.nt.gz)", file=str(p))
         if not p.is_file():
             raise IngestError("no such file", file=str(p))
+    if profile is not None:
+        get_profile(profile)  # an unknown name or a bad file: refused before the store folder is made
     formats = formats or {}
     with store_lock(root, wait=wait):
         live = StoreLayout.of(root)

@@ -22,10 +22,16 @@ reader never sees a half-written store and a failed run leaves the store as it w
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_dumps.errors import StoreError
+from kb_dumps.errors import IngestError, StoreError
+
+# Names that make a folder a store (one of them is enough); a folder with other things in it and none of these
+# is someone's folder, never written into. A bare oxigraph/ + manifest.json is an older store layout.
+STORE_MARKS = re.compile(r"current|\.lock|data-\d+|\.building-.+|\.endpoint-building|oxigraph|manifest\.json")
+IGNORED = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})  # what a file browser leaves in an empty folder
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,20 @@ class StoreLayout:
     def endpoint_building(self) -> Path:
         """Where an endpoint ingestion keeps its label memory and progress until it completes."""
         return self.root / ".endpoint-building"
+
+    def check_target(self) -> None:
+        """Refuse to write a store at a path that is a file, or into a folder that holds other things and is not
+        a store (a mistyped --store would otherwise put a store among someone's files)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise IngestError(f"{self.root} is a file, not a store directory; give a new or empty folder for the "
+                              "store", stage="usage")
+        if not self.root.is_dir():
+            return
+        names = [p.name for p in self.root.iterdir() if p.name not in IGNORED]
+        if names and not any(STORE_MARKS.fullmatch(n) for n in names):
+            shown = ", ".join(sorted(names)[:3]) + (", …" if len(names) > 3 else "")
+            raise IngestError(f"{self.root} is a folder with other files in it ({shown}), not a kbqa store; give a "
+                              "new or empty folder for the store (or an existing store)", stage="usage")
 
     def exists(self) -> bool:
         if not self.manifest_path.is_file():

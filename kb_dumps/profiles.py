@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
+from kb_dumps.errors import KBQAError
+
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 OWL = "http://www.w3.org/2002/07/owl#"
@@ -267,6 +269,15 @@ class DBpediaProfile(KBProfile):
         return None
 
 
+class ProfileError(KBQAError, ValueError):
+    """An unknown profile name (stage usage, exit 2) or a bad profile file (bad input, exit 3). Still a
+    ValueError, as get_profile raised before."""
+
+    def __init__(self, message: str, **kw: object):
+        kw.setdefault("stage", "ingest")
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
 class GenericProfile(KBProfile):
     """A KB with plain IRIs and rdfs:label; prefixes and predicates may be overridden from JSON."""
 
@@ -274,15 +285,17 @@ class GenericProfile(KBProfile):
 
     @classmethod
     def from_config(cls, path: str | Path) -> GenericProfile:
-        """A generic profile with overrides read from a small JSON file (data only, never code)."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        allowed = {
-            "prefixes", "label_predicates", "description_predicates", "alias_predicates",
-            "type_predicate", "subclass_predicate", "property_types", "class_types", "endpoint_queries",
-        }
+        """A generic profile with overrides read from a small JSON file (data only, never code); a file that is
+        not such an object is a `ProfileError` naming the file and the key."""
+        data = _read_profile_file(Path(path))
+        allowed = set(CONFIG_KEYS)
         unknown = set(data) - allowed - {"name"}
         if unknown:
-            raise ValueError(f"{path}: unknown profile keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise ProfileError(f"unknown profile keys {sorted(unknown)}; allowed: {sorted(allowed)}", file=str(path))
+        for key, kind in {**CONFIG_KEYS, "name": "text"}.items():
+            if key in data and not _is_kind(data[key], kind):
+                raise ProfileError(f"profile key {key!r} must be {CONFIG_KINDS[kind]}, not {type(data[key]).__name__}",
+                                   file=str(path))
         attrs: dict = {"name": data.get("name", "generic")}
         for key in allowed & set(data):
             value = data[key]
@@ -301,14 +314,53 @@ PROFILES: dict[str, type[KBProfile]] = {
 
 
 def get_profile(name: str | KBProfile) -> KBProfile:
-    """A profile by name (`wikidata`, `freebase`, `generic`) or the path of a JSON override file."""
+    """A profile by name (`wikidata`, `freebase`, `generic`) or the path of a JSON override file; anything else
+    is a `ProfileError` (a usage error for a name, bad input for a file)."""
     if isinstance(name, KBProfile):
         return name
     if name in PROFILES:
         return PROFILES[name]()
-    if name.endswith(".json") and Path(name).exists():
+    if name.endswith(".json") or "/" in name:
+        if not Path(name).is_file():
+            raise ProfileError(f"no profile file {name!r}; give one of {sorted(PROFILES)} or a JSON profile file",
+                               stage="usage")
         return GenericProfile.from_config(name)
-    raise ValueError(f"unknown KB profile {name!r}; choose one of {sorted(PROFILES)} or a JSON file")
+    raise ProfileError(f"unknown KB profile {name!r}; choose one of {sorted(PROFILES)} or a JSON file",
+                       stage="usage")
+
+
+# ---- JSON profile files ------------------------------------------------------------------------------------
+CONFIG_KEYS: dict[str, str] = {  # key -> kind of value (CONFIG_KINDS)
+    "prefixes": "text map", "label_predicates": "text list", "description_predicates": "text list",
+    "alias_predicates": "text list", "type_predicate": "text", "subclass_predicate": "text",
+    "property_types": "text list", "class_types": "text list", "endpoint_queries": "text map",
+}
+CONFIG_KINDS = {"text": "a string", "text list": "a list of strings",
+                "text map": "an object of strings (name -> string)"}
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "text list":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _read_profile_file(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ProfileError(f"cannot read the profile file: {e.strerror}", file=str(path)) from None
+    except UnicodeDecodeError:
+        raise ProfileError("the profile file is not UTF-8 text", file=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise ProfileError(f"the profile file is not JSON: {e.msg}", file=str(path), line=e.lineno,
+                           column=e.colno) from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"a profile file holds a JSON object of settings, not a {type(data).__name__}",
+                           file=str(path))
+    return data
 
 
 def detect_profile(iris: list[str]) -> str:

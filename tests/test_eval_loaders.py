@@ -96,7 +96,9 @@ def test_list_benchmarks_reports_every_set():
 def test_lcquad2_records():
     recs = {r.id: r for r in records("lcquad2-dev")}
     r = recs["808"]
-    assert r.questions["en"].startswith("Was Edward VI of England a sibling")
+    with gzip.open(BENCHMARK_DIR / "lcquad2" / "dev.json.gz", "rt", encoding="utf-8") as f:
+        raw = next(x for x in json.load(f) if str(x["uid"]) == "808")  # read, not typed: a dev question
+    assert r.questions["en"] == raw["question"] and r.questions["en"].startswith("Was ")
     assert r.sparql.startswith("PREFIX wd: <http://www.wikidata.org/entity/>")  # prefixes added
     assert "ASK WHERE" in r.sparql and r.meta["intermediate_sparql"].startswith("ASK")
     assert r.answers is None  # LC-QuAD gives no answers: the gold query must run
@@ -279,3 +281,28 @@ def test_wwq_accepts_spinach_question_records_and_names_a_missing_field(tmp_path
     with pytest.raises(KBQAError, match=r"record q9: .*'utterance', 'question' or 'input'; this one has only "
                                         r"id, sparql, text"):
         load(nothing, "wwq")
+
+
+def _qald_file(tmp_path: Path, dataset: object) -> Path:
+    path = tmp_path / "qald_x.json"
+    question = {"id": "1", "question": [{"language": "en", "string": "Who is Q42?"}],
+                "query": {"sparql": "SELECT ?x WHERE { ?x <http://x/p> <http://x/o> }"},
+                "answers": [{"head": {"vars": ["x"]}, "results": {"bindings": []}}]}
+    path.write_text(json.dumps({"dataset": dataset, "questions": [question]}), encoding="utf-8")
+    return path
+
+
+def test_qald_dataset_as_a_string_id_is_read(tmp_path):  # issue 24: was an AttributeError (stage internal)
+    (rec,) = load(_qald_file(tmp_path, "qald-9-test-multilingual"), fmt="qald")
+    assert rec.meta["dataset_id"] == "qald-9-test-multilingual" and rec.questions["en"] == "Who is Q42?"
+    (rec,) = load(_qald_file(tmp_path, {"id": "qald-9-train"}), fmt="qald")
+    assert rec.meta["dataset_id"] == "qald-9-train"
+
+
+@pytest.mark.parametrize("dataset, words", [(5, "'dataset' must be an object"), ([1], "not list"),
+                                            ({"id": [1]}, "'id' must be a string")])
+def test_qald_bad_dataset_field_names_file_and_field(tmp_path, dataset, words):
+    with pytest.raises(KBQAError) as exc:
+        load(_qald_file(tmp_path, dataset), fmt="qald")
+    assert exc.value.info.stage == "parse" and exc.value.info.file.endswith("qald_x.json")
+    assert words in exc.value.info.message

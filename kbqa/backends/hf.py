@@ -22,7 +22,7 @@ from kbqa.translators.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "the hf backend needs transformers, peft and gguf: pip install 'kbqa[hf]'"
+INSTALL_HINT = "the hf backend needs torch, transformers, peft and gguf: pip install 'kbqa[train]'"
 # Written into an adapter folder by `kbqa train`: the prompt layout the adapter was trained on.
 ADAPTER_META = "kbqa_adapter.json"
 
@@ -30,6 +30,7 @@ ADAPTER_META = "kbqa_adapter.json"
 def hf_available() -> bool:
     try:
         import peft  # noqa: F401
+        import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
         return False
@@ -112,6 +113,8 @@ class HFBackend(Backend):
 
     @classmethod
     def from_settings(cls, s: ModelSettings) -> HFBackend:
+        if not hf_available():  # said when the engine is made, not at the first question
+            raise TranslateError(INSTALL_HINT, stage="usage")
         return cls(s.model, getattr(s, "adapter", None) or None, threads=getattr(s, "n_threads", None) or None)
 
     def _load(self) -> tuple[Any, Any]:
@@ -170,9 +173,9 @@ class HFBackend(Backend):
 
     def generate(self, prompt: str | list[dict[str, str]], grammar: str | None = None, max_tokens: int = 512,
                  temperature: float = 0.0, stop: list[str] | None = None) -> GenerateResult:
+        tok, lm = self._load()  # first: without torch it says how to install it (a usage error)
         import torch
 
-        tok, lm = self._load()
         enc = self.encode(prompt)
         n_in = int(enc["input_ids"].shape[1])
         kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tok.pad_token_id or tok.eos_token_id}

@@ -12,6 +12,10 @@ from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
+    http_url,
+    question_text,
+    repair_rounds,
+    seconds,
     store_target,
     subparser,
 )
@@ -31,7 +35,7 @@ EXAMPLE = """kbqa ask "where was sasha vujačić born"
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparser(subparsers, "ask", "answer a question: translate, compile, run", EXAMPLE)
-    p.add_argument("question", help="the question, in words")
+    p.add_argument("question", type=question_text, help="the question, in words")
     add_store_flag(p)
     add_endpoint_flags(p)
     add_backend_flag(p, "translator (default: setting KBQA_BACKEND, else explore)")
@@ -44,10 +48,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_chooser_flag(p)
     p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
-    p.add_argument("--repair-rounds", type=int, default=2, metavar="N",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query in seconds")
+    p.add_argument("--repair-rounds", type=repair_rounds, default=2, metavar="N",
                    help="times a failed model output goes back to the model with its errors (default 2)")
-    p.add_argument("--server", default=None, metavar="URL",
+    p.add_argument("--server", type=http_url, default=None, metavar="URL",
                    help="ask a running `kbqa serve` at URL instead of loading the store and models in this process "
                         "(its store and translator answer; --store/--backend/--model do not apply)")
     p.add_argument("--explain", action="store_true", help="also print the ranked candidates (explore), the "

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 
 from kb_dumps.errors import EXIT_NO_ANSWER, EXIT_OK, KBQAError
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_format_flag,
+    add_store_flag,
+    integer,
+    print_json,
+    resolve_store,
+    subparser,
+)
 
 EXAMPLE = """kbqa cases build                                  default training sets of the store's KB
   kbqa cases build --sets simplequestions-train,wwq-train --exclude-set wwq-train
@@ -38,7 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="file of question ids to leave out, one per line (`dataset:id` or `id`)")
     b.add_argument("--exclude-questions", type=Path, default=None, metavar="FILE",
                    help="file of question texts to leave out, one per line")
-    b.add_argument("--limit", type=int, default=None, help="at most N questions per set")
+    b.add_argument("--limit", type=integer(1, None, "a number of questions"), default=None,
+                   help="at most N questions per set")
     b.add_argument("--languages", default="en", help="question languages to keep (default: en; e.g. en,ru)")
     b.add_argument("--embedder", default=None, metavar="NAME",
                    help="embedder of the case vectors (default: the one of the store's grounding index, else "
@@ -47,7 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_format_flag(b)
     s = sub.add_parser("search", help="the nearest cases to a question")
     s.add_argument("question")
-    s.add_argument("--k", type=int, default=5, help="number of cases (default 5)")
+    s.add_argument("--k", type=integer(1, 1000, "a number of cases"), default=5,
+                   help="number of cases (default 5)")
     add_store_flag(s)
     add_format_flag(s)
     i = sub.add_parser("info", help="what the case bank holds")

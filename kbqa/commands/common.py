@@ -4,15 +4,116 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kbqa.config import get_settings
 
+# ---- argparse types: every numeric or path flag is checked where it is parsed ------------------------------
+# A bad value is argparse's usage error (exit 2, one line naming the flag), never a failure deep inside a verb.
+MAX_SECONDS = 86_400.0  # a time budget past a day is a typo (1e9 overflowed the worker's poll)
+
+
+def seconds(text: str) -> float:
+    """A time budget: finite, more than 0, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time budget: give seconds, more than 0 and at most "
+                                         f"{MAX_SECONDS:g} (a day)")
+    return value
+
+
+def integer(low: int, high: int | None = None, what: str = "a count") -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (no upper bound when high is None)."""
+    span = f"from {low} to {high}" if high is not None else f"{low} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}: give a whole number {span}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_float(high: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a finite number more than 0 and at most `high`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0 or value > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}: give a number more than 0 and at most {high:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: any finite number (a score threshold; nan would compare false with everything)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+port = integer(1, 65_535, "a TCP port")
+row_cap = integer(0, None, "a row cap (it cannot be negative)")
+repair_rounds = integer(0, 100, "a number of repair rounds")
+workers = integer(1, 1024, "a number of workers")
+
+
+def question_text(text: str) -> str:
+    """A question: not empty or blank (as the server's and MCP's `check_question`)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the question is empty; write a question in words, e.g. "
+                                         "'where was sasha vujačić born'")
+    return text
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL with a host (and, when given, a port from 1 to 65535)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a bad IPv6 literal or a port that is not a number in range
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:8000")
+    return text
+
+
+def store_dir(text: str) -> Path:
+    """A store directory: not empty (that would be the current folder) and not a file."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the store path is empty; give a directory (an empty path would write "
+                                         "into the current folder)")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a store directory")
+    return path
+
 
 def add_store_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+    p.add_argument("--store", type=store_dir, default=None, metavar="DIR",
                    help="store directory (default: the bundled wikidata-mini store under .kbqa/stores/, "
                         "built on first use)")
 

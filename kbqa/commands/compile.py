@@ -11,6 +11,8 @@ from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
+    repair_rounds,
+    seconds,
     store_target,
     subparser,
 )
@@ -29,8 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_endpoint_flags(p)
     p.add_argument("--no-execute", action="store_true",
                    help="generate only: ground (guessed URIs when no --store is given) and parse-check, never run")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query in seconds")
-    p.add_argument("--repair-rounds", type=int, default=2, metavar="N",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query in seconds")
+    p.add_argument("--repair-rounds", type=repair_rounds, default=2, metavar="N",
                    help="qcompiler/pyrag: times a leaf's failed translation goes back to the model (default 2)")
     p.add_argument("--explain", action="store_true",
                    help="also print the leaves / sub-questions with their DeSQ, and the Plan")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from kb_dumps.errors import EXIT_OK, EXIT_USAGE, KBQAError
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json
+from kbqa.commands.common import add_format_flag, add_store_flag, integer, print_json
 
 EXAMPLE = """examples:
   kbqa decompose "SELECT ?x WHERE { ?x wdt:P19 wd:Q1297 }"
@@ -29,9 +29,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "else wikidata; with --coverage, the dataset's)")
     p.add_argument("--coverage", metavar="DATASET", default=None,
                    help="print the per-shape coverage table of a bundled dataset (or 'all')")
-    p.add_argument("--sample", type=int, default=None,
+    p.add_argument("--sample", type=integer(1, None, "a sample size"), default=None,
                    help="with --coverage: a deterministic sample of N queries per dataset (default: all)")
-    p.add_argument("--failures", type=int, default=0, help="with --coverage: also list N queries not covered")
+    p.add_argument("--failures", type=integer(0, None, "a number of queries"), default=0,
+                   help="with --coverage: also list N queries not covered")
     add_store_flag(p)
     add_format_flag(p)
     return p

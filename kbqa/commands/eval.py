@@ -15,8 +15,11 @@ from kbqa.commands.common import (
     add_chooser_flag,
     add_endpoint_flags,
     add_format_flag,
+    integer,
     print_json,
     resolve_store,
+    seconds,
+    store_dir,
     subparser,
 )
 from kbqa.frontends import FRONTENDS
@@ -42,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the known benchmarks and their usable record counts")
     p.add_argument("--dataset-format", choices=FORMATS, default=None,
                    help="format of the benchmark file (default: detected from its content)")
-    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+    p.add_argument("--store", type=store_dir, default=None, metavar="DIR",
                    help="store to run queries on (answer-level scoring). With --predictions and no --store only "
                         "query-level figures (plus answers the file gives) are computed; --backend/--oracle use "
                         "the default bundled store")
@@ -58,15 +61,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_chooser_flag(p)
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N records only")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="questions evaluated in parallel (threads)")
+    p.add_argument("--limit", type=integer(1, None, "a number of records"), default=None, metavar="N",
+                   help="evaluate the first N records only")
+    p.add_argument("--jobs", type=integer(1, 256, "a number of parallel questions"), default=1, metavar="N",
+                   help="questions evaluated in parallel (threads)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="output folder (default: .kbqa/eval/<benchmark>-<system>)")
     p.add_argument("--restart", action="store_true", help="discard the results already in --out and start over")
     p.add_argument("--no-execute", action="store_true",
                    help="generate only: ground and assemble against --store but run no query (query-level figures); "
                         "for benchmarks whose facts the store does not hold")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per query (default: settings, 10)")
+    p.add_argument("--timeout", type=seconds, default=None, help="seconds per query (default: settings, 10)")
     add_format_flag(p)
     return p
 

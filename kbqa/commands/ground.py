@@ -9,6 +9,8 @@ from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
+    finite_float,
+    integer,
     print_json,
     resolve_store,
 )
@@ -29,8 +31,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("label", help="the label to ground, as a user or a model would write it")
     p.add_argument("--description", default=None, help="a short description that disambiguates the label")
     p.add_argument("--kind", choices=["entity", "property", "class"], default=None, help="only ids of this kind")
-    p.add_argument("--k", type=int, default=10, help="number of candidates (default 10)")
-    p.add_argument("--threshold", type=float, default=None, help="score below which there is no grounding")
+    p.add_argument("--k", type=integer(1, 1000, "a number of candidates"), default=10,
+                   help="number of candidates (default 10)")
+    p.add_argument("--threshold", type=finite_float, default=None,
+                   help="score below which there is no grounding")
     p.add_argument("--subject", default=None, help="context: the known subject of the fragment (IRI or wd:Q…)")
     p.add_argument("--object", default=None, help="context: the known object of the fragment")
     p.add_argument("--property", default=None, help="context: the known property of the fragment")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from kb_dumps.errors import EXIT_OK
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store
+from kbqa.commands.common import add_format_flag, add_store_flag, integer, print_json, resolve_store
 
 EXAMPLE = """examples:
   kbqa index                                   index the default store (incremental)
@@ -30,9 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="minilm-static (the default: distilled from MiniLM, no torch), minilm (all-MiniLM-L6-v2, "
                         "slower, needs the train extra) or a sentence-transformers name or folder (default: "
                         "setting KBQA_EMBEDDING_MODEL); a different embedder rebuilds the index")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=integer(1, 1_000_000, "a batch size"), default=None,
                    help="texts per embedding batch (default: the embedder's; 64 for MiniLM)")
-    p.add_argument("--shard-rows", type=int, default=None, metavar="N",
+    p.add_argument("--shard-rows", type=integer(0, None, "a shard size (0 = one index)"), default=None, metavar="N",
                    help="split the vectors into hnswlib shards of N label-memory rows, searched together, so that "
                         "building and (optionally) searching never hold the whole index; 0 = one index; default: "
                         "as the existing index (a change rebuilds)")

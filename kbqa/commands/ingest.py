@@ -10,7 +10,7 @@ from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
 from kb_dumps.readers import FORMATS
 from kb_dumps.samples import SAMPLES, get_sample
-from kbqa.commands.common import add_format_flag, print_json, subparser
+from kbqa.commands.common import add_format_flag, integer, print_json, seconds, store_dir, subparser
 from kbqa.config import get_settings
 
 
@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="dump files: .nt .nq .ttl .rdf/.owl/.xml (RDF/XML), .json (Wikidata, one entity per line), "
                         "Freebase RDF; each may be .gz or .bz2")
     p.add_argument("--sample", choices=sorted(SAMPLES), help="build a bundled sample KB instead of SOURCEs")
-    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+    p.add_argument("--store", type=store_dir, default=None, metavar="DIR",
                    help="store directory (default: .kbqa/stores/<sample> for --sample)")
     p.add_argument("--profile", help="KB profile: wikidata, freebase, generic, or a JSON override file "
                                      "(default: detected from the IRIs)")
@@ -43,14 +43,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "--store DIR; an interrupted run resumes when run again")
     e.add_argument("--endpoint-dialect", default=None, choices=["generic", "oxigraph", "wdqs", "qlever", "virtuoso"],
                    help="engine of the endpoint (default: wdqs for query.wikidata.org, else generic)")
-    e.add_argument("--page-size", type=int, default=50_000, metavar="N",
+    e.add_argument("--page-size", type=integer(1, 10_000_000, "a page size"), default=50_000, metavar="N",
                    help="rows per query (default 50000; fewer, larger pages cost an engine that sorts less)")
     e.add_argument("--all-ids", action="store_true",
                    help="also write ids that have no label, alias or description (as a dump ingestion does)")
-    e.add_argument("--max-pages", type=int, default=None, metavar="N",
+    e.add_argument("--max-pages", type=integer(1, None, "a number of pages"), default=None, metavar="N",
                    help="stop after N pages, resumable (to spread a long ingestion over several runs)")
     e.add_argument("--restart", action="store_true", help="discard an interrupted endpoint ingestion and start over")
-    e.add_argument("--endpoint-timeout", type=float, default=300.0, metavar="S",
+    e.add_argument("--endpoint-timeout", type=seconds, default=300.0, metavar="S",
                    help="seconds per query (default 300)")
     add_format_flag(p)
     return p

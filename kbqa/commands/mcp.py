@@ -9,6 +9,8 @@ from kbqa.commands.common import (
     add_endpoint_flags,
     add_server_translator_flags,
     add_store_flag,
+    port,
+    seconds,
     server_settings,
     subparser,
 )
@@ -25,10 +27,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (default: the client starts this command) or streamable HTTP at /mcp")
     p.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    p.add_argument("--port", type=port, default=8765, help="http: port (default 8765)")
     add_server_translator_flags(p, "the ask tool")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query (default 10)")
-    p.add_argument("--model-timeout", type=float, default=None, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query (default 10)")
+    p.add_argument("--model-timeout", type=seconds, default=None, metavar="S",
                    help="time budget per model call (default 60)")
     return p
 

@@ -9,8 +9,12 @@ from kbqa.commands.common import (
     add_endpoint_flags,
     add_server_translator_flags,
     add_store_flag,
+    integer,
+    port,
+    seconds,
     server_settings,
     subparser,
+    workers,
 )
 
 EXAMPLE = """kbqa serve --store .kbqa/stores/wikidata-mini --port 8000
@@ -25,16 +29,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_store_flag(p)
     add_endpoint_flags(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=port, default=8000, help="port (default 8000)")
     add_server_translator_flags(p, "/v1/ask")
-    p.add_argument("--engines", type=int, default=None, metavar="N",
+    p.add_argument("--engines", type=workers, default=None, metavar="N",
                    help="engines answering /v1 requests in parallel, one thread each (default 1)")
-    p.add_argument("--sparql-workers", type=int, default=None, metavar="N",
+    p.add_argument("--sparql-workers", type=workers, default=None, metavar="N",
                    help="query worker processes of /sparql (default 2)")
-    p.add_argument("--max-inflight", type=int, default=None, metavar="N",
+    p.add_argument("--max-inflight", type=integer(1, 1_000_000, "a request limit"), default=None, metavar="N",
                    help="requests served at once; more get 429 (default 64)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time budget per query (default 10)")
-    p.add_argument("--model-timeout", type=float, default=None, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query (default 10)")
+    p.add_argument("--model-timeout", type=seconds, default=None, metavar="S",
                    help="time budget per model call (default 60)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn log level (default info)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 
 from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
@@ -17,6 +16,8 @@ from kbqa.commands.common import (
     add_store_flag,
     open_query_store,
     print_json,
+    row_cap,
+    seconds,
     store_target,
     subparser,
 )
@@ -35,25 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=row_cap, default=DEFAULT_ROW_CAP, help=f"row cap (default {DEFAULT_ROW_CAP})")
     add_format_flag(p, ("text", "json", "csv", "tsv"))
     return p
-
-
-MAX_SECONDS = 86_400.0  # a time budget past a day is a typo (1e9 overflowed the worker's poll)
-
-
-def seconds(text: str) -> float:
-    """A time budget: finite, more than 0, at most a day (argparse turns the ValueError into exit 2)."""
-    value = float(text)
-    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time budget: give seconds, more than 0 and at most "
-                                         f"{MAX_SECONDS:g} (a day)")
-    return value
-
-
-def row_cap(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the row cap cannot be negative")
-    return value
 
 
 def read_query_file(path: str) -> str:
@@ -124,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     query = args.query
     if query.startswith("@"):
         query = read_query_file(query[1:])
+        if not query.strip():
+            raise KBQAError("the query file is empty; write a SPARQL query in it", file=args.query[1:])
+    elif not query.strip():
+        raise KBQAError('the query is empty; give a SPARQL query, e.g. "SELECT * WHERE { ?s ?p ?o } LIMIT 5", '
+                        "or @FILE", stage="usage")
     store_dir, endpoint = store_target(args)
     if store_dir is not None:
         profile = get_profile(StoreLayout.of(store_dir).profile_name)

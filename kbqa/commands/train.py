@@ -7,7 +7,15 @@ import argparse
 from pathlib import Path
 
 from kb_dumps.errors import EXIT_OK, KBQAError
-from kbqa.commands.common import add_format_flag, add_store_flag, print_json, resolve_store, subparser
+from kbqa.commands.common import (
+    add_format_flag,
+    add_store_flag,
+    integer,
+    positive_float,
+    print_json,
+    resolve_store,
+    subparser,
+)
 
 EXAMPLE = """kbqa models fetch smollm2-135m && kbqa cases build
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 60
@@ -31,24 +39,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="BENCHMARK@STORE",
                    help="--ranker: a benchmark (`kbqa eval --list`) and the store its questions are asked on; "
                         "repeatable. Never a set you will score on")
-    p.add_argument("--questions", type=int, default=None, metavar="N", help="--ranker: at most N questions per set")
+    p.add_argument("--questions", type=integer(1, None, "a number of questions"), default=None, metavar="N",
+                   help="--ranker: at most N questions per set")
     add_store_flag(p)
     p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
                    help="JSONL of {question, target} instead of the store's case bank")
     p.add_argument("--exclude-questions", type=Path, default=None, metavar="FILE",
                    help="questions to leave out (one per line): the dev questions you will score on")
-    p.add_argument("--max-pairs", type=int, default=None, help="use at most N pairs")
-    p.add_argument("--max-steps", type=int, default=60, help="optimizer steps in all (default 60)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step")
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--lora-r", type=int, default=16)
-    p.add_argument("--max-len", type=int, default=256, help="tokens per example; longer ones are left out")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    p.add_argument("--max-pairs", type=integer(1, None, "a number of pairs"), default=None,
+                   help="use at most N pairs")
+    p.add_argument("--max-steps", type=integer(1, None, "a number of steps"), default=60,
+                   help="optimizer steps in all (default 60)")
+    p.add_argument("--batch-size", type=integer(1, 65_536, "a batch size"), default=8)
+    p.add_argument("--grad-accum", type=integer(1, 65_536, "a number of micro-batches"), default=1,
+                   help="micro-batches per step")
+    p.add_argument("--lr", type=positive_float(1.0, "a learning rate"), default=2e-4)
+    p.add_argument("--lora-r", type=integer(1, 4096, "a LoRA rank"), default=16)
+    p.add_argument("--max-len", type=integer(1, 1_000_000, "a length in tokens"), default=256,
+                   help="tokens per example; longer ones are left out")
+    p.add_argument("--threads", type=integer(1, 4096, "a number of threads"), default=None,
+                   help="torch threads (default: all cores)")
     p.add_argument("--no-bf16", action="store_true", help="float32 even where the CPU has bf16")
     p.add_argument("--no-resume", action="store_true", help="start over even when --out has a checkpoint")
-    p.add_argument("--save-every", type=int, default=20, help="checkpoint every N steps (default 20)")
-    p.add_argument("--log-every", type=int, default=5)
+    p.add_argument("--save-every", type=integer(1, None, "a number of steps"), default=20,
+                   help="checkpoint every N steps (default 20)")
+    p.add_argument("--log-every", type=integer(1, None, "a number of steps"), default=5)
     add_format_flag(p)
     return p
 

@@ -21,8 +21,12 @@ class ServerClient:
 
     def _call(self, path: str, body: dict | None = None) -> Any:
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data,
-                                     headers={"content-type": "application/json", "accept": "application/json"})
+        try:
+            req = urllib.request.Request(self.url + path, data=data,
+                                         headers={"content-type": "application/json", "accept": "application/json"})
+        except ValueError as e:  # not a URL urllib can open ("unknown url type")
+            raise KBQAError(f"{self.url!r} is not a kbqa server URL ({e}); give e.g. http://127.0.0.1:8000",
+                            stage="usage") from None
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - a URL the user gave
                 raw = resp.read()
@@ -35,7 +39,7 @@ class ServerClient:
                                 f"{raw[:200].decode('utf-8', 'replace')}", stage="usage") from None
             raise KBQAError(f"the kbqa server at {self.url} answered HTTP {e.code}: {err.get('message')}",
                             stage=err.get("stage") or "usage") from None
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, ValueError) as e:  # ValueError: http.client.InvalidURL
             reason = getattr(e, "reason", e)
             raise KBQAError(f"no kbqa server answers at {self.url} ({reason}); start one with `kbqa serve`, or "
                             "leave out --server to answer in this process", stage="usage") from None

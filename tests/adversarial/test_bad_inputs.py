@@ -40,6 +40,16 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (d / "adir.nt").mkdir()
     out["adir.nt"] = d / "adir.nt"
     out["missing.nt"] = d / "missing.nt"
+    out["good.nt"] = d / "good.nt"
+    out["good.nt"].write_text(NT[:2000])
+    out["empty.rq"] = d / "empty.rq"
+    out["empty.rq"].write_text("  \n")
+    for name, text in (("list.json", "[1]"), ("badkey.json", '{"label_predicates": 5}'), ("broken.json", "{oops")):
+        out[name] = d / name
+        out[name].write_text(text)
+    (d / "notes").mkdir()  # someone's folder: not a store
+    (d / "notes" / "todo.txt").write_text("buy milk\n")
+    out["notes"] = d / "notes"
     return out
 
 
@@ -68,26 +78,78 @@ CASES = [  # (argv with {store} / {f:NAME}, exit code, words in the one line)
     # an endpoint has no case bank: a usage error that says how to make a store from it (was a TypeError)
     (["ask", "who is x", "--endpoint", "http://127.0.0.1:9/sparql"], 2,
      "kbqa ingest --endpoint http://127.0.0.1:9/sparql --store DIR"),
+    # issue 24 item 5: server flags (were tracebacks)
+    (["serve", "--store", "{store}", "--port", "-1"], 2, "argument --port: '-1' is not a TCP port"),
+    (["serve", "--store", "{store}", "--port", "70000"], 2, "argument --port: '70000' is not a TCP port"),
+    (["serve", "--store", "{store}", "--timeout", "nan"], 2, "argument --timeout"),
+    (["mcp", "--store", "{store}", "--transport", "http", "--port", "-1"], 2, "argument --port"),
+    # item 8: bad values were "a bug in kbqa" (rc 4)
+    (["ingest", "{f:good.nt}", "--store", "{new}", "--profile", "nonexistent"], 2, "unknown KB profile 'nonexistent'"),
+    (["ingest", "{f:good.nt}", "--store", "{new}", "--profile", "{f:missing.nt}.json"], 2, "no profile file"),
+    (["ingest", "{f:good.nt}", "--store", "{new}", "--profile", "{f:list.json}"], 3, "a JSON object of settings"),
+    (["ingest", "{f:good.nt}", "--store", "{new}", "--profile", "{f:badkey.json}"], 3,
+     "'label_predicates' must be a list of strings"),
+    (["ingest", "{f:good.nt}", "--store", "{new}", "--profile", "{f:broken.json}"], 3, "not JSON"),
+    (["ingest", "--endpoint", "http://127.0.0.1:9/sparql", "--store", "{new}", "--endpoint-timeout", "nan"], 2,
+     "argument --endpoint-timeout"),
+    (["ingest", "--endpoint", "http://127.0.0.1:9/sparql", "--store", "{new}", "--endpoint-timeout", "1e308"], 2,
+     "argument --endpoint-timeout"),
+    (["ingest", "--endpoint", "http://127.0.0.1:9/sparql", "--store", "{new}", "--page-size", "0"], 2,
+     "argument --page-size"),
+    (["index", "--store", "{store}", "--shard-rows", "-1"], 2, "argument --shard-rows"),
+    (["index", "--store", "{store}", "--batch-size", "0"], 2, "argument --batch-size"),
+    (["cases", "search", "q", "--store", "{store}", "--k", "-1"], 2, "argument --k"),
+    (["cases", "search", "q", "--store", "{store}", "--k", "1" + "0" * 30], 2, "argument --k"),
+    (["ground", "x", "--store", "{store}", "--k", "0"], 2, "argument --k"),
+    (["ground", "x", "--store", "{store}", "--threshold", "nan"], 2, "argument --threshold"),
+    (["ask", "q", "--store", "{store}", "--timeout", "nan"], 2, "argument --timeout"),
+    (["ask", "q", "--store", "{store}", "--timeout", "1e308"], 2, "argument --timeout"),
+    (["ask", "q", "--store", "{store}", "--repair-rounds", "-1"], 2, "argument --repair-rounds"),
+    (["ask", "q", "--server", "::::"], 2, "argument --server: '::::' is not an http(s) URL"),
+    (["ask", "q", "--server", "http://[::1"], 2, "argument --server"),
+    (["ask", "q", "--server", "http://127.0.0.1:99999"], 2, "argument --server"),
+    (["eval", "simplequestions-valid", "--store", "{store}", "--timeout", "nan"], 2, "argument --timeout"),
+    (["eval", "simplequestions-valid", "--store", "{store}", "--jobs", "0"], 2, "argument --jobs"),
+    (["compile", "x", "--store", "{store}", "--timeout", "inf"], 2, "argument --timeout"),
+    (["mcp", "--store", "{store}", "--timeout", "nan"], 2, "argument --timeout"),
+    (["serve", "--store", "{store}", "--engines", "0"], 2, "argument --engines"),
+    (["train", "--lr", "nan"], 2, "argument --lr"),
+    # item 9: small ones
+    (["sparql", "ASK {}", "--store", ""], 2, "the store path is empty"),
+    (["ingest", "{f:good.nt}", "--store", ""], 2, "the store path is empty"),
+    (["ask", "q", "--store", ""], 2, "the store path is empty"),
+    (["ingest", "{f:good.nt}", "--store", "{f:notes}"], 2, "not a kbqa store"),
+    (["ingest", "{f:good.nt}", "--store", "{f:good.nt}"], 2, "is a file, not a store directory"),
+    (["sparql", "ASK {}", "--store", "{f:good.nt}"], 2, "is a file, not a store directory"),
+    (["sparql", "", "--store", "{store}"], 2, "the query is empty"),
+    (["sparql", "  \n ", "--store", "{store}"], 2, "the query is empty"),
+    (["sparql", "@{f:empty.rq}", "--store", "{store}"], 2, "the query file is empty"),  # as the other @FILE errors
+    (["ask", "", "--store", "{store}"], 2, "the question is empty"),
+    (["ask", "   ", "--store", "{store}"], 2, "the question is empty"),
 ]
 
 
 @pytest.mark.parametrize("argv,code,words", CASES, ids=[" ".join(c[0][:2]) + f" {i}" for i, c in enumerate(CASES)])
-def test_cli_bad_input(small_store: Path, bad_files: dict[str, Path], run_cli, argv: list[str], code: int,
-                       words: str) -> None:
-    before = tree_digest(small_store)
-    args = [a.replace("{store}", str(small_store)) for a in argv]
+def test_cli_bad_input(small_store: Path, bad_files: dict[str, Path], run_cli, capsys: pytest.CaptureFixture[str],
+                       tmp_path: Path, argv: list[str], code: int, words: str) -> None:
+    before, notes = tree_digest(small_store), tree_digest(bad_files["notes"])
+    new = tmp_path / "new-store"
+    args = [a.replace("{store}", str(small_store)).replace("{new}", str(new)) for a in argv]
     for name, path in bad_files.items():
         args = [a.replace("{f:" + name + "}", str(path)) for a in args]
     try:
         got, out, err = run_cli(*args)
-    except SystemExit as e:  # argparse's usage errors
-        got, err = e.code, ""
+    except SystemExit as e:  # argparse's usage errors: one line naming the flag, after the usage line
+        got, err = e.code, capsys.readouterr().err
     assert got == code, err
-    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error") or "Traceback" in ln]
-    assert "Traceback" not in err and len(lines) <= 1
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error") or ": error:" in ln or "Traceback" in ln]
+    assert "Traceback" not in err and len(lines) <= 1, err
+    assert "bug in kbqa" not in err
     if err:
         assert words in err, err
     assert tree_digest(small_store) == before
+    assert tree_digest(bad_files["notes"]) == notes and not new.exists()  # nothing written anywhere
+    assert (bad_files["good.nt"]).is_file()
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +178,19 @@ def test_http_bad_input(server: str, method: str, path: str, kwargs: dict, statu
     res = httpx.request(method, server + path, headers=headers, timeout=60, **kwargs)
     assert res.status_code == status, res.text
     assert set(res.json()["error"]) >= {"stage", "message"}
+
+
+# Python with torch unimportable (as on a core install without the train extra): the import is blocked, our code
+# runs as it is.
+NO_TORCH = "import sys; sys.modules['torch'] = None; from kbqa.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_hf_backend_without_torch_is_a_usage_error(small_store: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", NO_TORCH, "ask", "who is s1", "--store", str(small_store),
+                           "--backend", "hf", "--model", "some-model"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: [usage] the hf backend needs torch, transformers, peft and gguf: pip install 'kbqa[train]'"]
