@@ -140,3 +140,45 @@ class HttpServer:
 async def _http_streams(url: str) -> AsyncIterator[Any]:
     async with streamable_http_client(url) as streams:
         yield streams[0], streams[1]
+
+
+class RawStdio:
+    """`kbqa mcp ARGS` on pipes, for lines no SDK client would send: `send(bytes)` writes one line, `reply()`
+    reads the next JSON-RPC message the server writes (a reader thread, so that a silent server fails the test
+    at `timeout` instead of hanging it)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path):
+        import queue
+
+        self._errlog = open(log, "ab")  # noqa: SIM115  # closed with the process
+        self.proc = subprocess.Popen(kbqa_mcp(*args), cwd=ROOT, env={**os.environ, **env}, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._errlog)
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.rstrip(b"\n") + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float = START_S) -> dict[str, Any]:
+        import json
+        import queue
+
+        try:
+            return json.loads(self._lines.get(timeout=timeout))
+        except queue.Empty:
+            raise AssertionError(f"no reply from kbqa mcp within {timeout} s") from None
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()  # end of input ends the session
+        try:
+            return self.proc.wait(30)
+        finally:
+            self._errlog.close()

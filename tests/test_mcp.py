@@ -209,3 +209,45 @@ def test_stdio_server_is_lean_and_ends_with_its_client(setup: dict) -> None:
                           capture_output=True, text=True, timeout=120, env={**os.environ, **setup["env"]})
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-2000:]
     assert "HEAVY []" in proc.stderr
+
+
+# issue 24 item 6: lines the SDK cannot read (it logged and dropped them) each get one JSON-RPC error, in order,
+# with the request's id where the line has a usable one; the session goes on.
+MALFORMED_LINES = [
+    (b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"ask","arguments":{"question":"\\ud800"}}}',
+     11, -32602, "params.arguments.question is not Unicode text"),
+    (b"this is not JSON", None, -32700, "not JSON"),
+    (b'{"jsonrpc":"2.0","id":12,"method":"tools/list","params":5}', 12, -32602, '"params" must be an object'),
+    (b'{"jsonrpc":"2.0","id":13,"method":"tools/list","params":["a"]}', 13, -32602, '"params" must be an object'),
+    (b"[]", None, -32600, "a batch"),
+    (b"42", None, -32600, "not a number"),
+    (b'{"jsonrpc":"1.0","id":14,"method":"ping"}', 14, -32600, '"jsonrpc" must be "2.0"'),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', None, -32600, '"id" must be a string or an integer'),
+    (b'{"jsonrpc":"2.0","id":15,"method":7}', 15, -32600, '"method" must be a string'),
+    (b'\xff{"jsonrpc":"2.0"}', None, -32700, "not UTF-8"),
+    (b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"ask","arguments":5}}', 16, -32602, ""),
+]
+
+
+def test_stdio_answers_every_malformed_line(setup: dict) -> None:
+    from mcp_harness import RawStdio
+
+    log = setup["log"].with_name("raw-stdio.log")
+    server = RawStdio(setup["args"], setup["env"], log)
+    try:
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+        assert server.reply()["id"] == 1
+        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        server.send(b"")  # a blank line is not a message: nothing to answer
+        for line, rid, code, words in MALFORMED_LINES:
+            server.send(line)
+            got = server.reply(timeout=60)
+            assert got["jsonrpc"] == "2.0" and got["id"] == rid and got["error"]["code"] == code, (line, got)
+            assert words in got["error"]["message"], got
+        server.send(b'{"jsonrpc":"2.0","id":99,"method":"tools/list"}')
+        got = server.reply(timeout=60)
+        assert got["id"] == 99 and {t["name"] for t in got["result"]["tools"]} == TOOLS
+    finally:
+        assert server.close() == 0
+    assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace")

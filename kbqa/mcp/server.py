@@ -94,6 +94,15 @@ class KbqaMCP(MCPServer[Any]):
     """MCPServer whose failures before or around a tool body carry a stage too: arguments that fail the input
     schema are `usage`, a crash is `internal` (its traceback stays in the server's log, as in `kbqa serve`)."""
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, reading through `checked_stdio_server`: a malformed line gets a JSON-RPC error
+        instead of silence (kbqa/mcp/stdio.py)."""
+        from kbqa.mcp.stdio import checked_stdio_server
+
+        server = self._lowlevel_server
+        async with checked_stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)

@@ -3,7 +3,8 @@
 Queries run through `LocalStore.query` (worker process, deadline, row cap). Results are written by
 pyoxigraph's own serializers: the worker's SPARQL-JSON-shaped rows are read back as query solutions
 and serialized as SPARQL JSON / XML / CSV / TSV; CONSTRUCT and DESCRIBE triples as Turtle, N-Triples or
-RDF/XML. Updates are refused with 403 and SERVICE with 400 before anything runs (decided from a parse:
+RDF/XML (a result XML cannot carry is refused with 406: kbqa/server/xml_check.py). Updates are refused
+with 403 and SERVICE with 400 before anything runs (decided from a parse:
 kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
 the store's named graphs. When the client goes away, its query's worker is killed.
 """
@@ -23,6 +24,7 @@ from kb_dumps.sparql_check import RefusedQuery
 from kb_dumps.store import Dataset, QueryResult, ResourceError, Term
 from kbqa.server.errors import ServerError
 from kbqa.server.schemas import ErrorResponse
+from kbqa.server.xml_check import check_xml
 
 router = APIRouter()
 
@@ -105,6 +107,8 @@ def sparql_json(res: QueryResult) -> dict:
 def serialize(res: QueryResult, media: str) -> bytes:
     import pyoxigraph as ox
 
+    if GRAPH_TYPES.get(media) == "RDF_XML" or (res.kind != "graph" and RESULT_TYPES.get(media) == "XML"):
+        check_xml(res, rdf_xml=res.kind == "graph")  # 406 for what XML cannot carry (kbqa/server/xml_check.py)
     if res.kind == "graph":
         triples = [ox.Triple(*(_ox_term(t) for t in row)) for row in res.rows]
         return ox.serialize(triples, format=getattr(ox.RdfFormat, GRAPH_TYPES[media]))
