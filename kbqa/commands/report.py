@@ -40,15 +40,18 @@ def print_result(result: Result, *, fmt: str, profile: KBProfile, explain: bool 
 def print_explain(result: Result) -> None:
     """The translator's ranked candidates (when it ranked any), the front-end's parts (ACs, QCompiler
     leaves, PyRAG lines) and the Plan, before the query."""
-    candidates = ((result.translation or {}).get("details") or {}).get("candidates") or []
+    details = (result.translation or {}).get("details") or {}
+    candidates = details.get("candidates") or []
     if candidates:
-        print("== candidates (best first)")
+        ranker = details.get("ranker") or {}
+        print(f"== candidates (best first; ranker: {ranker.get('kind', '?')}, {ranker.get('file', '?')})")
         for i, c in enumerate(candidates, start=1):
             rows = c.get("rows")
             print(f"{i}. score {c.get('score', 0):.3f} [{c.get('family', '')}, {rows} rows] {c.get('verbalised', '')}")
-            feats = c.get("features") or {}
-            top = sorted(feats.items(), key=lambda kv: -abs(kv[1]))[:8]
-            print("    " + ", ".join(f"{k}={v:g}" for k, v in top))
+            # the features that moved this candidate's score most, with how much (signed)
+            parts = c.get("contributions") or c.get("features") or {}
+            top = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:5]
+            print("    " + ", ".join(f"{k} {v:+.3g}" for k, v in top))
     print("== parts")
     for c in result.constraints:
         ident = c.get("id") or c.get("leaf") or ""

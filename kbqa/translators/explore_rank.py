@@ -1,8 +1,11 @@
-"""Ranking of `explore` candidates: a linear score over named features, with weights kept as plain JSON.
+"""Ranking of `explore` candidates, with the ranker kept as plain JSON: `load_ranker` reads either format.
 
-The default weights ship in `explore_weights.json` (set by hand first, then fitted by `kbqa train --ranker`
-on development knowledge graphs, leave-one-KG-out when reported). Weights are data: loading them reads
-numbers, never code (no pickle).
+- `explore-ranker/2`: gradient-boosted trees fitted on the train KGs by `kbqa train --ranker --train-kgs`
+  (explore_trees.py); the shipped default, `explore_ranker.json`, says in its `meta` what it was fitted on and
+  with which command.
+- `explore-ranker/1`: a linear score over named features (`Ranker` below), the earlier hand-set format, still read.
+
+A ranker file is data: loading it reads numbers and names, never code (no pickle).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.translators.explore_graphs import Graph
+from kbqa.translators.explore_trees import TREES_FORMAT, TreeRanker
 
 WEIGHTS_FORMAT = "explore-ranker/1"
 DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("explore_weights.json")
+DEFAULT_RANKER_PATH = Path(__file__).with_name("explore_ranker.json")
 # The features every candidate gets (missing ones are 0); `bias` is the constant term.
 FEATURES = ("coverage", "cond_score", "focus", "cue_ok", "cue_miss", "cmp", "neg", "joins", "n_conds", "size",
             "has_rows", "log_rows", "one_row", "rel_sim", "rel_lex", "case_vote", "case_entity", "hop", "vsim", "lex_p",
@@ -28,6 +33,7 @@ class Ranker:
     weights: dict[str, float] = field(default_factory=dict)
     bias: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # the file it was read from ("": built in memory)
 
     def features(self, g: Graph) -> dict[str, float]:
         f = {k: float(v) for k, v in g.features.items() if k in FEATURES}
@@ -42,6 +48,15 @@ class Ranker:
     def score(self, g: Graph) -> float:
         f = self.features(g)
         return self.bias + sum(self.weights.get(k, 0.0) * v for k, v in f.items())
+
+    def score_all(self, graphs: list[Graph]) -> list[float]:
+        return [self.score(g) for g in graphs]
+
+    def contributions(self, g: Graph, top: int = 5) -> dict[str, float]:
+        """The weighted features that moved this candidate's score most (signed), largest first."""
+        parts = {k: self.weights.get(k, 0.0) * v for k, v in self.features(g).items()}
+        ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
+        return {k: round(v, 4) for k, v in ranked if v != 0.0}
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": WEIGHTS_FORMAT, "bias": self.bias, "weights": self.weights, "meta": self.meta}
@@ -66,3 +81,20 @@ class Ranker:
             return cls.from_dict(json.loads(p.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError) as e:
             raise ValueError(f"cannot read ranker weights {p}: {e}") from e
+
+
+AnyRanker = Ranker | TreeRanker
+
+
+def load_ranker(path: str | Path | None = None) -> AnyRanker:
+    """The ranker in `path` (either format), or the shipped one; ValueError names a file that is not one."""
+    p = Path(path) if path else (DEFAULT_RANKER_PATH if DEFAULT_RANKER_PATH.is_file() else DEFAULT_WEIGHTS_PATH)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"cannot read ranker {p}: {e}") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{p} is not an explore ranker (a JSON object with a format field)")
+    ranker = TreeRanker.from_dict(data) if data.get("format") == TREES_FORMAT else Ranker.from_dict(data)
+    ranker.source = str(p)
+    return ranker

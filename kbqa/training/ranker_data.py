@@ -1,0 +1,168 @@
+"""The candidates file of the `explore` ranker: every train question's checked candidates, labelled, as JSON lines.
+
+Generating candidates is the slow part (the search runs and each candidate is executed); fitting and k-fold
+choices then read this file in minutes. One line per question:
+
+    {"id", "kg", "text", "seconds", "candidates": [{"features": {...}, "f1": float, "family": str}, ...]}
+
+A candidate's `features` are `graph_features` (explore_structure.py) without the question's own words, which
+`question_features(text)` gives again at fit time. `f1` is the answer F1 of the candidate's answers against the
+gold answers (1.0: the answers equal the gold). The file is appended question by question and a rerun skips the
+ids it already holds, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kb_dumps.errors import KBQAError
+from kbqa.training.train_kgs import TrainQuestion, ensure_store, list_kgs, read_questions
+
+log = logging.getLogger(__name__)
+ROW_CAP = 10_000  # the train answers are cut at 10,000 rows too
+QUESTION_KEYS = ("qw:", "q0:", "q1:", "q_")
+
+
+def result_json(res: Any) -> dict[str, Any]:
+    """A store result as a SPARQL JSON result (what the answer metrics read)."""
+    if res.kind == "ask":
+        return {"boolean": bool(res.boolean)}
+    return {"head": {"vars": list(res.vars)},
+            "results": {"bindings": [{v: t for v, t in zip(res.vars, row, strict=False) if t is not None}
+                                     for row in res.rows]}}
+
+
+def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]:
+    """Run the search on one question and score each checked candidate's answers against the gold."""
+    from eval.answer_metrics import score_question
+    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore_structure import graph_features
+
+    _a, ranked, info = translator.search(question.question)
+    cands = []
+    for g in ranked:
+        try:
+            res = translator.store.query(write(g, translator.schema, desq=False), row_cap=ROW_CAP, timeout_s=5.0)
+            f1 = score_question(question.gold, result_json(res)).qald.f1
+        except KBQAError:  # the store refuses or times out now: it answers nothing
+            f1 = 0.0
+        feats = {k: round(v, 5) for k, v in graph_features(g).items() if not k.startswith(QUESTION_KEYS)}
+        cands.append({"features": feats, "f1": round(float(f1), 4), "family": g.family})
+    return {"id": question.id, "kg": question.kg, "text": question.question,
+            "seconds": round(float(info.get("seconds", 0.0)), 4), "candidates": cands}
+
+
+def read_candidates(path: str | Path) -> list[dict[str, Any]]:
+    out = []
+    p = Path(path)
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                # a line cut by an interrupted run (the last one) is dropped; anywhere else it is an error
+                if f.readline():
+                    raise KBQAError(f"{p}:{lineno}: not a JSON line", stage="usage") from None
+    return out
+
+
+def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[str] | None = None,
+            limit: int | None = None, budget_s: float | None = None, progress: bool = True) -> Path:
+    """Write (or complete) the candidates file `out` for the train KGs of `folder` (stores under `work`)."""
+    from kbqa.translators.explore import DEFAULT_BUDGET_S, ExploreTranslator
+
+    out_path = Path(out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {q["id"] for q in read_candidates(out_path)} if out_path.is_file() else set()
+    per_kg = read_questions(folder, kgs if kgs is not None else list_kgs(folder))
+    todo = {kg: [q for q in qs[:limit] if q.id not in done] for kg, qs in per_kg.items()}
+    total = sum(len(v) for v in todo.values())
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="ranker candidates", unit="q", disable=not progress)
+    with out_path.open("a", encoding="utf-8") as f:
+        for kg, questions in todo.items():
+            if not questions:
+                continue
+            store_dir = ensure_store(folder, kg, work)
+            tr = ExploreTranslator(store_dir, budget_s=budget_s or DEFAULT_BUDGET_S, fallback="never")
+            try:
+                for q in questions:
+                    t0 = time.perf_counter()
+                    try:
+                        line = label_candidates(tr, q)
+                    except KBQAError as e:  # a question the search cannot take: no candidates, counted as a miss
+                        line = {"id": q.id, "kg": kg, "text": q.question, "seconds": time.perf_counter() - t0,
+                                "candidates": [], "error": str(e)}
+                    f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    f.flush()
+                    bar.update(1)
+            finally:
+                tr.close()
+    bar.close()
+    return out_path
+
+
+def iter_groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], list[dict[str, float]], list[float]]]:
+    """Per question: its row, each candidate's full features (the question's words added back) and F1."""
+    from kbqa.translators.explore_structure import question_features
+
+    for r in rows:
+        qf = question_features(r["text"])
+        feats = [{**c["features"], **qf} for c in r["candidates"]]
+        yield r, feats, [float(c["f1"]) for c in r["candidates"]]
+
+
+def benchmark_gold(rec: Any, store: Any, kb: str) -> dict[str, Any] | None:
+    """A benchmark record's gold answers: its gold query run on the same store (a file may name one answer of
+    many, as SimpleQuestions does), else the answers the file gives."""
+    if rec.sparql:
+        from eval.loaders_sparql import prepare_gold_sparql
+
+        gold = prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql
+        try:
+            return result_json(store.query(gold, row_cap=ROW_CAP))
+        except KBQAError:  # the store cannot run it (Blazegraph-only, refused): the file's answers
+            pass
+    return rec.gold_result()
+
+
+def collect_sets(specs: list[tuple[str, Path]], out: str | Path, *, limit: int | None = None,
+                 progress: bool = True) -> Path:
+    """The candidates file for benchmark sets asked on stores (`--set BENCHMARK@STORE`); `kg` is the set's name."""
+    from tqdm import tqdm
+
+    from eval.loaders import load_benchmark
+    from kbqa.translators.explore import ExploreTranslator
+
+    out_path = Path(out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {q["id"] for q in read_candidates(out_path)} if out_path.is_file() else set()
+    with out_path.open("a", encoding="utf-8") as f:
+        for name, store_dir in specs:
+            records = [r for r in load_benchmark(name, check_syntax=False) if r.usable][:limit]
+            tr = ExploreTranslator(store_dir, fallback="never")
+            try:
+                for rec in tqdm(records, desc=f"ranker candidates {name}", unit="q", disable=not progress):
+                    qid = f"{name}:{rec.id}"
+                    if qid in done:
+                        continue
+                    q = TrainQuestion(qid, name, rec.question, rec.sparql or "",
+                                      benchmark_gold(rec, tr.store, tr.profile.name))
+                    try:
+                        line = label_candidates(tr, q)
+                    except KBQAError as e:
+                        line = {"id": qid, "kg": name, "text": q.question, "seconds": 0.0, "candidates": [],
+                                "error": str(e)}
+                    f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    f.flush()
+            finally:
+                tr.close()
+    return out_path

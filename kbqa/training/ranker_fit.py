@@ -1,0 +1,210 @@
+"""Fit `explore`'s tree ranker from a candidates file (ranker_data.py) with LightGBM, and score it k-fold by KG.
+
+LambdaRank over each question's candidate list: relevance 2 when the candidate's answers equal the gold
+answers (F1 = 1), 1 when they overlap well (F1 ≥ 0.5), else 0. Questions whose candidates are all equally
+right or wrong teach nothing and are left out of fitting (they still count when scoring). The vocabulary of
+question words is learned too: a word enters as a feature only when at least `min_word_count` train questions
+use it. The model is converted to the plain-JSON trees of `kbqa/translators/explore_trees.py`, so answering
+needs numpy only; LightGBM is needed for fitting (the `train` extra).
+
+`struct_prior` is left out: the structure prior is itself fitted on the Spider train questions, so on them it
+would read its own training labels (the trees learn question words × structure directly).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kb_dumps.errors import KBQAError
+from kbqa.training.ranker_data import iter_groups
+from kbqa.translators.explore_trees import Tree, TreeRanker
+
+LEFT_OUT = ("struct_prior",)
+DEFAULT_PARAMS: dict[str, Any] = {
+    "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+    "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0,
+    "lambdarank_truncation_level": 20, "verbosity": -1, "num_threads": 2, "seed": 7, "deterministic": True,
+}
+DEFAULT_ROUNDS = 300
+
+
+def relevance(f1: float) -> int:
+    return 2 if f1 >= 0.999 else 1 if f1 >= 0.5 else 0
+
+
+@dataclass
+class Dataset:
+    names: list[str]
+    x: np.ndarray
+    y: np.ndarray
+    groups: list[int]  # candidates per question, in row order
+    rows: list[dict[str, Any]]  # the questions (with or without candidates)
+
+
+def vocabulary(rows: list[dict[str, Any]], min_word_count: int) -> list[str]:
+    """Feature names: every non-word feature seen, and the question-word features of frequent words."""
+    words: Counter[str] = Counter()
+    other: set[str] = set()
+    for _r, feats, _f1 in iter_groups(rows):
+        seen: set[str] = set()
+        for f in feats:
+            for k in f:
+                if k.startswith(("qw:", "q0:", "q1:")):
+                    seen.add(k)
+                elif k not in LEFT_OUT:
+                    other.add(k)
+        words.update(seen)
+    return sorted(other) + sorted(k for k, n in words.items() if n >= min_word_count)
+
+
+def make_dataset(rows: list[dict[str, Any]], names: list[str]) -> Dataset:
+    index = {n: i for i, n in enumerate(names)}
+    xs, ys, groups = [], [], []
+    for _r, feats, f1s in iter_groups(rows):
+        if not feats:
+            continue
+        x = np.zeros((len(feats), len(names)))
+        for r, f in enumerate(feats):
+            for k, v in f.items():
+                i = index.get(k)
+                if i is not None:
+                    x[r, i] = v
+        xs.append(x)
+        ys.append(np.array([relevance(v) for v in f1s]))
+        groups.append(len(feats))
+    if not xs:
+        return Dataset(names, np.zeros((0, len(names))), np.zeros(0), [], rows)
+    return Dataset(names, np.vstack(xs), np.concatenate(ys), groups, rows)
+
+
+def _informative(d: Dataset) -> Dataset:
+    """Only the questions whose candidates differ in relevance."""
+    keep_x, keep_y, keep_g = [], [], []
+    start = 0
+    for n in d.groups:
+        y = d.y[start:start + n]
+        if y.max() > y.min():
+            keep_x.append(d.x[start:start + n])
+            keep_y.append(y)
+            keep_g.append(n)
+        start += n
+    if not keep_x:
+        raise KBQAError("no train question has both a right and a wrong candidate: nothing to learn from",
+                        stage="usage")
+    return Dataset(d.names, np.vstack(keep_x), np.concatenate(keep_y), keep_g, d.rows)
+
+
+def fit(rows: list[dict[str, Any]], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
+        params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> TreeRanker:
+    try:
+        import lightgbm as lgb
+    except ImportError:
+        raise KBQAError("fitting the tree ranker needs LightGBM: pip install 'kbqa[train]'", stage="usage") from None
+    names = vocabulary(rows, min_word_count)
+    data = _informative(make_dataset(rows, names))
+    p = {**DEFAULT_PARAMS, **(params or {})}
+    p["min_data_in_leaf"] = max(1, min(int(p["min_data_in_leaf"]), len(data.y) // 10 or 1))
+    booster = lgb.train(p, lgb.Dataset(data.x, data.y, group=data.groups, feature_name=_safe(names),
+                                       free_raw_data=False), num_boost_round=rounds)
+    info = {"fitted_on": {"questions": len(rows), "informative": len(data.groups), "candidates": int(len(data.y)),
+                          "kgs": len({r["kg"] for r in rows})},
+            "learner": f"lightgbm {lgb.__version__} lambdarank", "rounds": rounds, "min_word_count": min_word_count,
+            **(meta or {})}
+    return from_lightgbm(booster.dump_model(), names, info)
+
+
+def _safe(names: list[str]) -> list[str]:
+    """LightGBM refuses some characters in feature names; the JSON keeps the real ones by position."""
+    return [f"f{i}" for i in range(len(names))]
+
+
+def from_lightgbm(model: dict[str, Any], names: list[str], meta: dict[str, Any]) -> TreeRanker:
+    """LightGBM's `dump_model()` JSON as flat node arrays (children after parents)."""
+    trees = []
+    for info in model.get("tree_info", []):
+        split: list[int] = []
+        thr: list[float] = []
+        left: list[int] = []
+        right: list[int] = []
+        value: list[float] = []
+
+        def add(node: dict[str, Any], split: list[int] = split, thr: list[float] = thr, left: list[int] = left,
+                right: list[int] = right, value: list[float] = value) -> int:
+            i = len(split)
+            split.append(-1)
+            thr.append(0.0)
+            left.append(-1)
+            right.append(-1)
+            if "leaf_value" in node:
+                value.append(float(node["leaf_value"]))
+                return i
+            if node.get("decision_type", "<=") != "<=":
+                raise KBQAError(f"tree split {node.get('decision_type')!r} is not supported", stage="internal")
+            value.append(float(node.get("internal_value", 0.0)))
+            split[i] = int(node["split_feature"])
+            thr[i] = float(node["threshold"])
+            left[i] = add(node["left_child"])
+            right[i] = add(node["right_child"])
+            return i
+
+        add(info["tree_structure"])
+        trees.append(Tree(*(np.asarray(a) for a in (split, thr, left, right, value))))
+    return TreeRanker(list(names), trees, 0.0, meta)
+
+
+def _scores(ranker: Any, feats: list[dict[str, float]]) -> np.ndarray:
+    if isinstance(ranker, TreeRanker):
+        return ranker.score_dicts(feats)
+    # the linear ranker of explore_rank.py
+    return np.array([ranker.bias + sum(ranker.weights.get(k, 0.0) * v for k, v in f.items()) for f in feats])
+
+
+def picks(ranker: Any, rows: list[dict[str, Any]]) -> list[int]:
+    """The index of each question's top candidate (−1: it has none)."""
+    return [int(np.argmax(_scores(ranker, feats))) if feats else -1 for _r, feats, _f1 in iter_groups(rows)]
+
+
+def top1(ranker: Any, rows: list[dict[str, Any]], k: int = 50) -> dict[str, float]:
+    """Share of questions whose top candidate's answers equal the gold (no candidate: wrong), mean F1 of the top
+    candidate, the oracle over the first `k` candidates in the file's order and over all, and mean candidates."""
+    return summarise(rows, picks(ranker, rows), k)
+
+
+def summarise(rows: list[dict[str, Any]], chosen: list[int], k: int = 50) -> dict[str, float]:
+    hits, f1s, oracle_k, oracle = [], [], [], []
+    for r, pick in zip(rows, chosen, strict=True):
+        f1 = [float(c["f1"]) for c in r["candidates"]]
+        hits.append(1.0 if pick >= 0 and f1[pick] >= 0.999 else 0.0)
+        f1s.append(f1[pick] if pick >= 0 else 0.0)
+        oracle_k.append(1.0 if any(v >= 0.999 for v in f1[:k]) else 0.0)
+        oracle.append(1.0 if any(v >= 0.999 for v in f1) else 0.0)
+    n = len(rows) or 1
+    return {"n": len(rows), "accuracy": round(sum(hits) / n, 4), "f1": round(sum(f1s) / n, 4),
+            f"oracle@{k}": round(sum(oracle_k) / n, 4), "oracle": round(sum(oracle) / n, 4),
+            "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
+
+
+def kfold_by_kg(rows: list[dict[str, Any]], folds: int = 5, seed: int = 0, **fit_kw: Any) -> dict[str, Any]:
+    """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's."""
+    kgs = sorted({r["kg"] for r in rows})
+    random.Random(seed).shuffle(kgs)
+    fold_of = {kg: i % folds for i, kg in enumerate(kgs)}
+    chosen = [-1] * len(rows)
+    per_fold = []
+    for k in range(folds):
+        test = [i for i, r in enumerate(rows) if fold_of[r["kg"]] == k]
+        train = [r for r in rows if fold_of[r["kg"]] != k]
+        if not test or not train:
+            continue
+        ranker = fit(train, meta={"fold": k}, **fit_kw)
+        got = picks(ranker, [rows[i] for i in test])
+        for i, pick in zip(test, got, strict=True):
+            chosen[i] = pick
+        per_fold.append(summarise([rows[i] for i in test], got))
+    return {"folds": folds, "kgs": len(kgs), **summarise(rows, chosen), "per_fold": per_fold}

@@ -1,0 +1,142 @@
+"""A fitted ranker for `explore`'s candidates: gradient-boosted regression trees kept as plain JSON.
+
+`kbqa train --ranker` fits the trees with LightGBM (LambdaRank, grouped by question) on the train KGs'
+candidate lists and writes them in the format below; answering reads them with numpy alone, so the query path
+needs no learner installed. A file is data: loading it reads numbers and names, never code.
+
+    {"format": "explore-ranker/2", "features": [name, ...], "base": float,
+     "trees": [{"split": [int], "threshold": [float], "left": [int], "right": [int], "value": [float]}, ...],
+     "meta": {what it was fitted on, with which command}}
+
+Node `i` of a tree is a leaf when `split[i] < 0` (its score `value[i]`); otherwise a candidate goes to
+`left[i]` when its feature `features[split[i]]` is `<= threshold[i]`, else to `right[i]`. An inner node's
+`value` is the mean score below it, so a candidate's path through a tree splits its score into per-feature
+contributions (the change at each split is credited to the split's feature), which `--explain` shows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kbqa.translators.explore_graphs import Graph
+from kbqa.translators.explore_structure import graph_features
+
+TREES_FORMAT = "explore-ranker/2"
+
+
+@dataclass
+class Tree:
+    split: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], n_features: int) -> Tree:
+        t = cls(np.asarray(d["split"], dtype=np.int64), np.asarray(d["threshold"], dtype=np.float64),
+                np.asarray(d["left"], dtype=np.int64), np.asarray(d["right"], dtype=np.int64),
+                np.asarray(d["value"], dtype=np.float64))
+        n = len(t.split)
+        if not n or any(len(a) != n for a in (t.threshold, t.left, t.right, t.value)):
+            raise ValueError("a tree's node arrays differ in length")
+        inner = t.split >= 0
+        if (t.split[inner] >= n_features).any() or (t.left[inner] >= n).any() or (t.right[inner] >= n).any() \
+                or (t.left[inner] <= np.flatnonzero(inner)).any() or (t.right[inner] <= np.flatnonzero(inner)).any():
+            raise ValueError("a tree names a feature or node that is not there (children must come after parents)")
+        return t
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {"split": self.split.tolist(), "threshold": self.threshold.tolist(), "left": self.left.tolist(),
+                "right": self.right.tolist(), "value": self.value.tolist()}
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        node = np.zeros(len(x), dtype=np.int64)
+        rows = np.arange(len(x))
+        while True:
+            feat = self.split[node]
+            inner = feat >= 0
+            if not inner.any():
+                return self.value[node]
+            go_left = x[rows, np.where(inner, feat, 0)] <= self.threshold[node]
+            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+
+    def path_contributions(self, x: np.ndarray, out: np.ndarray) -> None:
+        node = 0
+        while self.split[node] >= 0:
+            f = self.split[node]
+            child = self.left[node] if x[f] <= self.threshold[node] else self.right[node]
+            out[f] += self.value[child] - self.value[node]
+            node = child
+
+
+@dataclass
+class TreeRanker:
+    """Scores candidates with the trees; `features(g)` is the named feature dict the trees read."""
+
+    names: list[str]
+    trees: list[Tree]
+    base: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # the file it was read from ("": built in memory)
+
+    def __post_init__(self) -> None:
+        self._index = {n: i for i, n in enumerate(self.names)}
+
+    def features(self, g: Graph) -> dict[str, float]:
+        return graph_features(g)
+
+    def matrix(self, feats: list[dict[str, float]]) -> np.ndarray:
+        x = np.zeros((len(feats), len(self.names)))
+        for r, f in enumerate(feats):
+            for k, v in f.items():
+                i = self._index.get(k)
+                if i is not None:
+                    x[r, i] = v
+        return x
+
+    def score_dicts(self, feats: list[dict[str, float]]) -> np.ndarray:
+        """Scores of candidates given as named feature dicts (features the trees do not use are ignored)."""
+        x = self.matrix(feats)
+        total = np.full(len(feats), self.base)
+        for t in self.trees:
+            total += t.predict(x)
+        return total
+
+    def score_all(self, graphs: list[Graph]) -> list[float]:
+        return self.score_dicts([self.features(g) for g in graphs]).tolist() if graphs else []
+
+    def score(self, g: Graph) -> float:
+        return self.score_all([g])[0]
+
+    def contributions(self, g: Graph, top: int = 5) -> dict[str, float]:
+        """The features that moved this candidate's score most (signed), largest first."""
+        x = self.matrix([self.features(g)])[0]
+        out = np.zeros(len(self.names))
+        for t in self.trees:
+            t.path_contributions(x, out)
+        order = np.argsort(-np.abs(out))[:top]
+        return {self.names[i]: round(float(out[i]), 4) for i in order if out[i] != 0.0}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": TREES_FORMAT, "features": self.names, "base": self.base,
+                "trees": [t.to_dict() for t in self.trees], "meta": self.meta}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TreeRanker:
+        if d.get("format") != TREES_FORMAT:
+            raise ValueError(f"not explore ranker trees (format {d.get('format')!r}, expected {TREES_FORMAT})")
+        names = [str(n) for n in d.get("features", [])]
+        try:
+            trees = [Tree.from_dict(t, len(names)) for t in d.get("trees", [])]
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"a tree lacks a field: {e}") from None
+        return cls(names, trees, float(d.get("base", 0.0)), dict(d.get("meta", {})))

@@ -1,0 +1,146 @@
+"""The fitted tree ranker of `explore`: LightGBM's trees read back as plain JSON give LightGBM's own scores, the
+per-feature contributions add up to the score, bad files are refused, and `kbqa train --ranker --train-kgs`
+fits one from train KGs (a few copied into tests/fixtures/train_kgs) that `kbqa ask --explain` then names."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kb_dumps.ingest import ingest
+from kb_dumps.layout import StoreLayout
+from kbqa.training.ranker_data import read_candidates
+from kbqa.training.ranker_fit import DEFAULT_PARAMS, from_lightgbm, kfold_by_kg, relevance, top1
+from kbqa.training.train_kgs import is_trivial, list_kgs, read_questions
+from kbqa.translators.explore_rank import load_ranker
+from kbqa.translators.explore_structure import question_features
+from kbqa.translators.explore_trees import TreeRanker
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN_KGS = ROOT / "tests" / "fixtures" / "train_kgs"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def _synthetic(n_questions: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    rng = np.random.default_rng(seed)
+    xs, ys, groups = [], [], []
+    for _ in range(n_questions):
+        k = int(rng.integers(3, 9))
+        x = rng.normal(size=(k, 4))
+        x[:, 3] = rng.integers(0, 2, size=k)  # a one-hot-like feature
+        y = (x[:, 0] + 0.5 * x[:, 3] > 0.6).astype(int)
+        xs.append(x)
+        ys.append(y)
+        groups.append(k)
+    return np.vstack(xs), np.concatenate(ys), groups
+
+
+def test_trees_read_back_from_json_score_as_lightgbm_does() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    x, y, groups = _synthetic()
+    booster = lgb.train({**DEFAULT_PARAMS, "min_data_in_leaf": 5}, lgb.Dataset(x, y, group=groups),
+                        num_boost_round=25)
+    names = ["a", "b", "c", "flag"]
+    ranker = from_lightgbm(booster.dump_model(), names, {"fitted_on": "synthetic"})
+    again = TreeRanker.from_dict(json.loads(json.dumps(ranker.to_dict())))
+    feats = [dict(zip(names, row, strict=True)) for row in x]
+    assert np.allclose(again.score_dicts(feats), booster.predict(x), atol=1e-9)
+
+
+def test_contributions_add_up_to_the_score() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    x, y, groups = _synthetic(seed=1)
+    booster = lgb.train({**DEFAULT_PARAMS, "min_data_in_leaf": 5}, lgb.Dataset(x, y, group=groups),
+                        num_boost_round=10)
+    ranker = from_lightgbm(booster.dump_model(), ["a", "b", "c", "flag"], {})
+    row = dict(zip(ranker.names, x[3], strict=True))
+    out = np.zeros(len(ranker.names))
+    for t in ranker.trees:
+        t.path_contributions(ranker.matrix([row])[0], out)
+    roots = sum(t.value[0] for t in ranker.trees)
+    assert out.sum() + roots == pytest.approx(float(ranker.score_dicts([row])[0]))
+
+
+@pytest.mark.parametrize("bad", [
+    {"format": "explore-ranker/2", "features": ["a"], "trees": [{"split": [0], "threshold": [0.5], "left": [5],
+                                                                 "right": [6], "value": [0.0]}]},
+    {"format": "explore-ranker/2", "features": ["a"], "trees": [{"split": [3, -1, -1], "threshold": [0, 0, 0],
+                                                                 "left": [1, -1, -1], "right": [2, -1, -1],
+                                                                 "value": [0, 1, 2]}]},
+    {"format": "explore-ranker/2", "features": ["a"], "trees": [{"split": [-1]}]},
+    {"format": "pickle"},
+    [1, 2, 3],
+])
+def test_a_bad_ranker_file_is_refused_naming_it(tmp_path: Path, bad: object) -> None:
+    path = tmp_path / "ranker.json"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"ranker|tree|format"):
+        load_ranker(path)
+
+
+def test_question_words_are_features_of_any_language() -> None:
+    f = question_features("Wie viele Schüler, und welche?")
+    assert f["qw:wie"] == f["q0:wie"] == f["q1:viele"] == 1.0 and f["qw:schüler"] == 1.0
+    assert f["q_commas"] == 1.0 and f["q_len"] == 5.0
+
+
+def test_train_kg_folder_reading() -> None:
+    kgs = list_kgs(TRAIN_KGS)
+    assert len(kgs) == 4
+    per_kg = read_questions(TRAIN_KGS)
+    assert all(per_kg[kg] for kg in kgs)
+    assert not any(q.trivial for qs in per_kg.values() for q in qs)
+    assert is_trivial({"head": {"vars": ["n"]}, "results": {"bindings": [{"n": {"type": "literal", "value": "0"}}]}})
+    assert not is_trivial({"boolean": False})
+
+
+def test_relevance_levels() -> None:
+    assert (relevance(1.0), relevance(0.6), relevance(0.1)) == (2, 1, 0)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    pytest.importorskip("lightgbm")
+    work = tmp_path_factory.mktemp("train-kgs")
+    out = work / "ranker.json"
+    proc = subprocess.run([sys.executable, "-m", "kbqa.cli", "train", "--ranker", "--train-kgs", str(TRAIN_KGS),
+                           "--questions", "6", "--work", str(work), "--out", str(out), "--folds", "2",
+                           "--rounds", "40", "--format", "json"], capture_output=True, text=True, env=ENV,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return work, out, json.loads(proc.stdout)
+
+
+def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, dict]) -> None:
+    work, out, report = fitted
+    assert report["questions"] == 24 and report["kgs"] == 4
+    assert report["kfold"]["folds"] == 2 and 0.0 <= report["kfold"]["accuracy"] <= report["kfold"]["oracle"]
+    ranker = load_ranker(out)
+    assert isinstance(ranker, TreeRanker) and len(ranker.trees) == 40
+    assert "train-kgs" in ranker.meta["command"] and ranker.meta["fitted_on"]["kgs"] == 4
+    rows = read_candidates(work / "candidates.jsonl")
+    assert len(rows) == 24 and top1(ranker, rows)["accuracy"] <= top1(ranker, rows)["oracle"]
+    # a rerun finds every question in the candidates file and generates nothing again
+    before = (work / "candidates.jsonl").stat().st_size
+    again = kfold_by_kg(rows, folds=2, rounds=10)
+    assert again["n"] == 24 and (work / "candidates.jsonl").stat().st_size == before
+
+
+def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    _work, out, _report = fitted
+    store = tmp_path / "loan"
+    ingest([TRAIN_KGS / "loan_1.nt.gz"], store, profile="generic", progress=False)
+    own = StoreLayout.of(store).current / "ranker.json"
+    own.write_bytes(out.read_bytes())
+    proc = subprocess.run([sys.executable, "-m", "kbqa.cli", "ask", "How many customers are there?", "--store",
+                           str(store), "--backend", "explore", "--explain"], capture_output=True, text=True, env=ENV,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"ranker: trees, {own}" in proc.stdout
+    assert "== candidates" in proc.stdout
