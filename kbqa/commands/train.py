@@ -1,5 +1,5 @@
 """`kbqa train`: LoRA fine-tuning of a small causal LM on the case bank's (question, DeSQ) pairs, on the CPU;
-`kbqa train --ranker`: the explore translator's ranker weights (plain JSON) from questions with gold answers."""
+`kbqa train --ranker`: the explore translator's tree ranker (plain JSON) from train questions with gold answers."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ EXAMPLE = """kbqa models fetch smollm2-135m && kbqa cases build
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 60
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 120   (resumes at step 60)
   kbqa ask "..." --backend hf --model smollm2-135m --adapter adapters/smol
+  kbqa train --ranker --train-kgs ../shared/data/spider4sparql/train_kgs --questions 20 --folds 5 --out ranker.json
+      (fits the tree ranker on train KGs; KBQA_EXPLORE_WEIGHTS=ranker.json makes every store use it)
   kbqa train --ranker --set simplequestions-train@.kbqa/stores/wikidata-mini --questions 500
-      (weights into the store: `kbqa ask --backend explore` there uses them)
-  kbqa train --ranker --set spider4sparql-pets_1@kb/pets --set bestiary@kb/bestiary --out ranker.json
-      (KBQA_EXPLORE_WEIGHTS=ranker.json makes every store use them)"""
+      (a ranker fitted on a store's own solved questions, into that store: there it wins over the shipped one)"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,13 +34,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--out", type=Path, metavar="PATH", help="adapter folder (LoRA; resumed when it has a "
                    "checkpoint), or the ranker's weights file (--ranker; default: the store's ranker.json)")
     p.add_argument("--ranker", action="store_true",
-                   help="fit the explore translator's ranker instead: listwise, from the answers of each question's "
-                        "candidates against its gold answers, pulled toward the shipped weights")
+                   help="fit the explore translator's ranker instead: gradient-boosted trees (LightGBM LambdaRank, "
+                        "saved as plain JSON), from each train question's candidates labelled by their answers "
+                        "against the gold answers")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="BENCHMARK@STORE",
                    help="--ranker: a benchmark (`kbqa eval --list`) and the store its questions are asked on; "
                         "repeatable. Never a set you will score on")
     p.add_argument("--questions", type=integer(1, None, "a number of questions"), default=None, metavar="N",
-                   help="--ranker: at most N questions per set")
+                   help="--ranker: at most N questions per set (per KG with --train-kgs)")
+    p.add_argument("--train-kgs", type=Path, default=None, metavar="DIR",
+                   help="--ranker: a train-KG folder (<kg>.nt.gz dumps, train_answers.jsonl.gz, train.json in it or "
+                        "beside it), e.g. Spider4SPARQL's 146 train KGs; each KG is ingested once under --work")
+    p.add_argument("--work", type=Path, default=Path(".kbqa") / "train-kgs", metavar="DIR",
+                   help="--ranker: where the train KGs' stores and the candidates file are kept (default "
+                        ".kbqa/train-kgs); a rerun reuses them")
+    p.add_argument("--candidates", type=Path, action="append", default=[], metavar="FILE",
+                   help="--ranker: a candidates file (JSONL, kbqa/training/ranker_data.py) to fit on; written first "
+                        "when missing or incomplete (default WORK/candidates.jsonl); repeatable to fit on several")
+    p.add_argument("--folds", type=integer(0, 100, "a number of folds"), default=0, metavar="K",
+                   help="--ranker: also report K-fold accuracy by KG (fit on the other folds' KGs) before fitting "
+                        "on all (0: no report)")
+    p.add_argument("--rounds", type=integer(1, 100_000, "a number of boosting rounds"), default=300,
+                   help="--ranker: boosting rounds of the tree ranker (default 300)")
     add_store_flag(p)
     p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
                    help="JSONL of {question, target} instead of the store's case bank")
@@ -96,37 +111,56 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_ranker(args: argparse.Namespace) -> int:
-    from eval.loaders import load_benchmark
+    """Candidates for train questions (train KGs and/or BENCHMARK@STORE sets), then LightGBM trees as JSON."""
     from kb_dumps.layout import StoreLayout
-    from kbqa.training.ranker import collect, evaluate, fit, save_weights
-    from kbqa.translators.explore import ExploreTranslator
-    from kbqa.translators.explore_rank import Ranker
+    from kbqa.training.ranker_data import collect, collect_sets, read_candidates
+    from kbqa.training.ranker_fit import fit, kfold_by_kg, top1
 
-    if not args.sets:
-        raise KBQAError("--ranker needs at least one --set BENCHMARK@STORE (questions with gold answers, and the "
-                        "store they are asked on)", stage="usage")
-    questions = []
-    stores = []
-    for spec in args.sets:
-        name, _, store = spec.partition("@")
-        if not (store or args.store):
-            raise KBQAError(f"--set {spec!r}: say the store, BENCHMARK@STORE (or give --store)", stage="usage")
-        store_dir = resolve_store(store or args.store)
-        records = [r for r in load_benchmark(name, check_syntax=False) if r.usable][:args.questions]
-        tr = ExploreTranslator(store_dir)
-        try:
-            questions += collect(tr, records, name, progress=args.format != "json")
-        finally:
-            tr.close()
-        stores.append(store_dir)
-    ranker = fit(questions, meta={"sets": args.sets})
-    out = args.out or (StoreLayout.of(stores[0]).current / "ranker.json")
-    save_weights(ranker, out)
-    before, after = evaluate(Ranker.load(), questions), evaluate(ranker, questions)
-    report = {"weights": str(out), "questions": len(questions), "shipped": before, "fitted": after}
+    if not (args.sets or args.train_kgs or args.candidates):
+        raise KBQAError("--ranker needs train questions with gold answers: --train-kgs DIR, --set BENCHMARK@STORE "
+                        "(repeatable) or --candidates FILE", stage="usage")
+    progress = args.format != "json"
+    files = list(args.candidates)
+    if args.train_kgs or args.sets:
+        target = args.work / ("candidates.jsonl" if args.train_kgs else "candidates-sets.jsonl")
+        if args.train_kgs:
+            collect(args.train_kgs, args.work, target, limit=args.questions, progress=progress)
+        if args.sets:
+            specs = []
+            for spec in args.sets:
+                name, _, store = spec.partition("@")
+                if not (store or args.store):
+                    raise KBQAError(f"--set {spec!r}: say the store, BENCHMARK@STORE (or give --store)", stage="usage")
+                specs.append((name, resolve_store(store or args.store)))
+            collect_sets(specs, target, limit=args.questions, progress=progress)
+        files.append(target)
+    rows = [r for f in dict.fromkeys(files) for r in read_candidates(f)]
+    report: dict[str, object] = {"questions": len(rows), "kgs": len({r["kg"] for r in rows}),
+                                 "candidates": [str(f) for f in dict.fromkeys(files)]}
+    if args.folds > 1:
+        report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds)
+    command = "kbqa train --ranker " + " ".join(
+        [f"--train-kgs {args.train_kgs}"] * bool(args.train_kgs) + [f"--set {s}" for s in args.sets] +
+        [f"--questions {args.questions}"] * bool(args.questions) + [f"--rounds {args.rounds}"])
+    ranker = fit(rows, rounds=args.rounds, meta={"command": command})
+    if args.out:
+        out = args.out
+    elif args.sets and not args.train_kgs:
+        out = StoreLayout.of(resolve_store(args.sets[0].partition("@")[2] or args.store)).current / "ranker.json"
+    else:
+        raise KBQAError("--ranker --train-kgs: say where the ranker goes with --out FILE (KBQA_EXPLORE_WEIGHTS=FILE "
+                        "then uses it)", stage="usage")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ranker.save(out)
+    report["ranker"] = str(out)
+    report["on_train"] = top1(ranker, rows)
     if args.format == "json":
         print_json(report)
     else:
-        print(f"ranker weights {out}: {len(questions)} questions; top-candidate answer F1 on them "
-              f"{before['f1']:.3f} (shipped weights) -> {after['f1']:.3f} (fitted; best reachable {after['oracle']:.3f})")
+        kf = report.get("kfold")
+        if isinstance(kf, dict):
+            print(f"{kf['folds']}-fold by KG over {kf['kgs']} KGs: accuracy {kf['accuracy']:.3f} (oracle "
+                  f"{kf['oracle']:.3f}, {kf['mean_candidates']:.1f} candidates per question)")
+        print(f"ranker {out}: {len(ranker.trees)} trees over {len(ranker.names)} features, fitted on "
+              f"{len(rows)} questions of {report['kgs']} KGs")
     return EXIT_OK
