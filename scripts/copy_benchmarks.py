@@ -17,6 +17,7 @@ from pathlib import Path
 # (relative path in the shared folder, set folder) — the folder is kept in eval/benchmarks.
 FILES = [
     "lcquad2/dev.json",
+    "lcquad2/train.json",
     "wikiwebquestions/train.json",
     "wikiwebquestions/dev.json",
     "wikiwebquestions/wikisp_train_alignments.json",
@@ -25,6 +26,7 @@ FILES = [
     "rubq/RuBQ_1.0_dev.json",
     "rubq/RuBQ_2.0_dev.json",
     "simplequestions-wikidata/train_answerable.txt",
+    "simplequestions-wikidata/train.txt",
     "simplequestions-wikidata/valid_answerable.txt",
     "simplequestions-wikidata/valid.txt",
     "bestiary/beastiary_with_qald_format.json",
@@ -58,12 +60,13 @@ published with the data; license texts that came with a set are copied beside it
 | file | what it holds | source (repo @ commit) | license |
 |---|---|---|---|
 | `lcquad2/dev.json.gz` | 1,067 LC-QuAD 2.0 questions with gold SPARQL and `intermediate_sparql` skeletons | debayan/sigir2022-sparqlbaselines @ 6aab442 | not stated upstream (LC-QuAD 2.0 itself is CC BY 3.0) |
+| `lcquad2/train.json.gz` | LC-QuAD 2.0 train questions in the same form; `eval/dev_ngrams.py` reads them (a five-word run train questions also use is common phrasing, not a dev question's own) | same | same |
 | `wikiwebquestions/{train,dev}.json.gz` | WikiWebQuestions (WebQSP on Wikidata): 2,431 train (question, SPARQL), 454 dev (with gold result bindings) | stanford-oval/wikidata-emnlp23 @ acbc1eb | WebQSP CC BY 4.0 |
 | `wikiwebquestions/wikisp_train_alignments.json.gz` | the 2,431 train questions with entity label -> QID hints and SPARQL written with property names | same | not stated upstream |
 | `qald/qald-7-train-en-wikidata.json.gz` | QALD-7 task 4 train, 100 questions, QALD JSON with gold SPARQL and answers | ag-sc/QALD @ 7a43e2b | MIT (`qald/LICENSE.qald7`) |
 | `qald/qald-9-plus-train-en.json.gz` | QALD-9-plus Wikidata train, 371 English questions with SPARQL | stanford-oval/spinach @ 8bb2d9c | Apache-2.0 / CC BY 4.0 |
 | `rubq/RuBQ_{1.0,2.0}_dev.json.gz` | Russian questions + English translations, SPARQL, answers with ru/en labels | vladislavneon/RuBQ @ fade3ea | CC BY-SA 4.0 (`rubq/LICENSE.txt`) |
-| `simplequestions-wikidata/{train,valid}_answerable.txt.gz`, `valid.txt.gz` | SimpleQuestions mapped to Wikidata: `subject \\t property \\t object \\t question`; `R123` is the inverse of `P123`; `*_answerable` = the triple exists in Wikidata | askplatypus/wikidata-simplequestions @ df69267 | CC BY 3.0 (`simplequestions-wikidata/LICENSE.txt`) |
+| `simplequestions-wikidata/{train,valid}_answerable.txt.gz`, `{train,valid}.txt.gz` | SimpleQuestions mapped to Wikidata: `subject \\t property \\t object \\t question`; `R123` is the inverse of `P123`; `*_answerable` = the triple exists in Wikidata; `train.txt.gz` (all train questions) is what `eval/dev_ngrams.py` reads | askplatypus/wikidata-simplequestions @ df69267 | CC BY 3.0 (`simplequestions-wikidata/LICENSE.txt`) |
 | `bestiary/beastiary_with_qald_format.json.gz` | 100 BESTIARY questions, QALD JSON with gold SPARQL and answers (90 run on the KG) | danrd/sparqlgen @ 1efd5be | not stated upstream (`bestiary/README.upstream.md`) |
 | `freebase/grailqa_sample_1000.json.gz` | 1,000 GrailQA questions with Freebase SPARQL, s-expression and answers | IDEA-FinAI/ToG @ 7ccbb92 | not stated upstream (GrailQA schema files: BSD-3-Clause, `freebase/LICENSE.grailqa-schema`) |
 | `spider4sparql/<db>.json.gz`, `spider4sparql/kgs/<db>.ttl.gz` | Spider4SPARQL dev: 6 complete small KGs built from relational databases (battle_death, car_1, concert_singer, employee_hire_evaluation, pets_1, poker_player) and their 267 questions with gold SPARQL and answers (QALD JSON) | ckosten/Spider4SPARQL @ 6d6ed8e (dev), f100923 (KGs) | Apache-2.0; questions from Spider, CC BY-SA 4.0 (`spider4sparql/LICENSE`) |

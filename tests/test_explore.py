@@ -118,20 +118,37 @@ def test_a_foreign_format_is_refused() -> None:
 # ---- cue words and linking --------------------------------------------------------------------
 
 
-def test_cues() -> None:
-    q = "How many cars have no less than 3000 and no more than 4000 weight?"
+@pytest.mark.parametrize("q", ["How many animals have no less than 100 and no more than 200 weight?",
+                               "Count the animals weighing no less than 100 and no more than 200 kg."])
+def test_cues_bounds_are_comparisons_not_negations(q: str) -> None:
     c = read_cues(q)
     assert c.count and not c.negation
-    assert c.comparisons == [(">=", 3000.0, q.index("no less")), ("<=", 4000.0, q.index("no more"))]
-    c = read_cues("Show name, country, age for all singers ordered by age from the oldest to the youngest.")
-    assert c.order == "desc" and c.superlative is None
-    c = read_cues("What is the average, minimum, and maximum age of all singers from France?")
-    assert c.aggregates == ["AVG", "MIN", "MAX"]
-    assert read_cues("Is Syne Mitchell a male or female?").ask is False
+    assert c.comparisons == [(">=", 100.0, q.index("no less")), ("<=", 200.0, q.index("no more"))]
+    assert read_cues("Which animals have no keeper?").negation  # a plain "no" negates
+
+
+def test_cues_order_superlative_and_aggregates() -> None:
+    for q in ("List each animal's name, sorted by birth year, descending from the oldest one.",
+              "Give every animal's name sorted by birth year in descending order."):
+        c = read_cues(q)
+        assert c.order == "desc" and c.superlative is None  # a sort, not "the oldest one"
+    c = read_cues("Which animal is the oldest?")
+    assert c.order is None and (c.superlative, c.superlative_word) == ("desc", "oldest")
+    assert read_cues("Report the maximum, average and minimum weight among the lions.").aggregates == \
+        ["MAX", "AVG", "MIN"]  # in the order the question names them
+    assert read_cues("What is the mean weight of the penguins?").aggregates == ["AVG"]
+    assert read_cues("Which lions weigh the most?").aggregates == []
+
+
+def test_cues_yes_no_and_average_comparisons() -> None:
+    assert read_cues("Is Leo a lion or a zebra?").ask is False  # alternatives offered: which, not whether
+    assert read_cues("Is Leo a lion?").ask is True
     assert read_cues("Is there any lion born in 2015 or 2017?").ask is True  # alternatives, still yes/no
-    q = "List all song names by singers above the average age."
-    c = read_cues(q)
-    assert c.vs_average == [(">", q.index("above"))] and c.aggregates == []
+    for q in ("Name the animals whose weight is above the average weight.",
+              "Which animals weigh above the mean?"):
+        c = read_cues(q)
+        assert c.vs_average == [(">", q.index("above"))] and c.aggregates == []
+    assert read_cues("What is the average weight above 100?").vs_average == []
 
 
 def test_value_linking_quoted_year_and_number(zoo: Path) -> None:
@@ -180,14 +197,58 @@ def test_set_and_frequency_families_on_the_zoo(zoo_engine: Engine, question: str
     assert _values(zoo_engine.ask(question)) == sorted(expected)
 
 
-def test_abbreviated_names_and_cue_words() -> None:
-    from kbqa.translators.explore_link import _name_score, cue_spans
+def test_cue_words_are_no_names() -> None:
+    from kbqa.translators.explore_link import cue_spans
 
-    assert _name_score(["attack"], ["atk"]) >= 0.8 and _name_score(["weight"], ["wgt"]) >= 0.8
-    assert _name_score(["average"], ["age"]) < 0.8  # a vowel in the name: no consonant skeleton
-    q = "What is the most common language of creatures with more than 3 legs?"
+    q = "What is the most common species of animals with more than 3 legs?"
     assert [q[s:e] for s, e in cue_spans(q)] == ["common", "more"]
-    assert cue_spans("Which creatures speak Common?") == []
+    q = "Which species is the least popular among animals heavier than 100?"
+    assert [q[s:e] for s, e in cue_spans(q)] == ["popular"]  # "heavier" is no cue-span word
+    assert cue_spans("Which animals live in Common House?") == []
+
+
+# ---- abbreviated predicate names: a prefix of the question's word, or the initials of its words -------------
+
+CLINIC = """@prefix ex: <http://example.org/clinic/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Patient a rdfs:Class ; rdfs:label "patient" .
+ex:temp rdfs:label "temp" .
+ex:bmi rdfs:label "has BMI value" .
+ex:ada a ex:Patient ; rdfs:label "Ada" ; ex:temp 38.5 ; ex:bmi 22.5 .
+ex:ben a ex:Patient ; rdfs:label "Ben" ; ex:temp 36.6 ; ex:bmi 27.5 .
+ex:cy a ex:Patient ; rdfs:label "Cy" ; ex:temp 37.0 ; ex:bmi 19.5 .
+"""
+
+
+@pytest.fixture(scope="module")
+def clinic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("explore")
+    (folder / "clinic.ttl").write_text(CLINIC, encoding="utf-8")
+    ingest([folder / "clinic.ttl"], folder / "clinic", profile="generic", progress=False)
+    return folder / "clinic"
+
+
+def test_abbreviated_predicate_names(clinic: Path) -> None:
+    from kbqa.translators.explore_link import _name_score, link_schema
+
+    assert _name_score(["temperature"], ["temp"]) >= 0.8  # the name is a prefix of the word
+    assert _name_score(["average"], ["age"]) < 0.8  # not a prefix: no abbreviation
+    tr = ExploreTranslator(clinic)
+    try:
+        linked = lambda q: {lk.iri for lk in link_schema(q, tr.schema) if lk.kind == "predicate"}  # noqa: E731
+        assert "http://example.org/clinic/temp" in linked("Which patient has the highest temperature?")
+        assert "http://example.org/clinic/bmi" in linked("What is the body mass index of Ada?")  # initials
+        assert "http://example.org/clinic/bmi" in linked("Which patient has the lowest body mass index?")
+        assert not linked("Which patient has the highest blood pressure?") & {"http://example.org/clinic/temp",
+                                                                              "http://example.org/clinic/bmi"}
+    finally:
+        tr.close()
+    with Engine(store=clinic) as engine:
+        engine.translator = ExploreTranslator(clinic, store=engine.store)
+        hottest = engine.ask("Which patient has the highest temperature?")
+        leanest = engine.ask("Which patient has the lowest body mass index?")
+    assert _values(hottest) == [["http://example.org/clinic/ada"]]
+    assert _values(leanest) == [["http://example.org/clinic/cy"]]
 
 
 def test_two_items_compared(zoo_engine: Engine) -> None:
@@ -247,7 +308,7 @@ def test_registered() -> None:
     "concert_singer-10",  # group-by count
     "concert_singer-18",  # superlative with projected attributes
     "concert_singer-20",  # "in 2014 or 2015": one IN constraint
-    "concert_singer-27",  # group-by superlative ("the year that had the most concerts")
+    "concert_singer-27",  # group-by superlative
     "concert_singer-28",  # negation ("without any concert")
     "concert_singer-40",  # a quoted word inside a value: CONTAINS
 ])
@@ -387,7 +448,7 @@ def test_schema_memory_knows_property_groups_and_fills_in_an_old_file(zoo: Path)
 
 
 @pytest.mark.parametrize(("question", "expected"), [
-    ("What is the maximum value of the fitness attributes?", [["9"]]),  # MAX over the group's values
+    ("Tell me the maximum value of the fitness attributes.", [["9"]]),  # MAX over the group's values
     ("What is the dominant fitness attribute on average?", [[EX + "agility", "7.5"]]),  # GROUP BY ?p ORDER BY AVG
     ("Is Leo superior to Zara in terms of mean fitness?", True),  # AVG of two items compared
     ("Is Leo superior to Zara in terms of fitness?", False),  # share of attributes where Leo is higher: 1/2
@@ -427,3 +488,34 @@ def test_a_word_of_several_values_is_a_contains_filter(zoo_engine: Engine) -> No
     assert _values(zoo_engine.ask("How many foods have a wild source?")) == [["2"]]
     # a word of every value, or of one value only, says nothing about the category
     assert zoo_engine.translator.anchors("How many foods come from the sea?").values == []
+
+
+# ---- the language profile is what explore reads (kbqa/translators/language.py) ----------------------------
+
+
+def test_a_second_language_profile_is_what_the_search_reads(zoo: Path) -> None:
+    """A profile whose count cue is "tally": a question in that word gets COUNT candidates; English does not."""
+    from dataclasses import replace
+
+    from kbqa.translators.language import ENGLISH, get_language
+
+    tally = replace(ENGLISH, name="english-tally", count_cues=(" tally ",),
+                    function_words=ENGLISH.function_words | {"tally"})
+    assert get_language(tally) is tally and get_language(None) is ENGLISH
+    with pytest.raises(ValueError, match="unknown language profile"):
+        get_language("klingon")
+
+    def counts(translator: ExploreTranslator, question: str) -> bool:
+        _a, ranked, _info = translator.search(question)
+        return any(g.aggs and g.aggs[0][0] == "COUNT" for g in ranked)
+
+    tr = ExploreTranslator(zoo, language=tally)
+    english = ExploreTranslator(zoo)
+    try:
+        assert tr.anchors("Tally the penguins.").cues.count
+        assert counts(tr, "Tally the penguins.") and counts(tr, "Please tally the animals kept by Omar Haddad.")
+        assert not counts(english, "Tally the penguins.")  # English has no such count word
+        assert not english.anchors("Tally the penguins.").cues.count and not tr.anchors("List the penguins.").cues.count
+    finally:
+        tr.close()
+        english.close()

@@ -37,9 +37,12 @@ def linked(store: Path):
 
 
 @pytest.mark.parametrize(("question", "item"), [
-    ("what kind of film is mockingbird dont sing", "mockingbird"),  # the apostrophe left out
-    ("where was charles momsen buried", "momsen"),  # a short form: the name's words in order
-    ("what genre is unforgivable blackness", "blackness"),  # a title without its subtitle
+    ("what kind of film is sparrows dont weep", "sparrows"),  # the apostrophe left out
+    ("which film genre is sparrows dont weep", "sparrows"),
+    ("where was harriet osterman buried", "osterman"),  # a short form: the name's words in order
+    ("where is harriet osterman's grave", "osterman"),
+    ("what genre is quiet harbour", "harbour"),  # a title without its subtitle
+    ("quiet harbour is a film of which genre", "harbour"),
 ])
 def test_a_name_written_differently_is_a_weak_variant_link(linked, question: str, item: str) -> None:
     links = linked(question)
@@ -51,15 +54,16 @@ def test_a_name_written_differently_is_a_weak_variant_link(linked, question: str
 
 
 def test_words_out_of_order_or_an_already_linked_item_are_not_variants(linked) -> None:
-    assert EX + "momsen" not in linked("where was momsen charles buried")
-    already = Link("entity", EX + "momsen", 0.9, (10, 24), "charles momsen")
-    assert EX + "momsen" not in linked("where was charles momsen buried", [already])
+    assert EX + "osterman" not in linked("where was osterman harriet buried")
+    already = Link("entity", EX + "osterman", 0.9, (10, 26), "harriet osterman")
+    assert EX + "osterman" not in linked("where was harriet osterman buried", [already])
+    assert EX + "harbour" not in linked("what genre is harbour quiet")
 
 
 @pytest.mark.parametrize(("question", "answer"), [
-    ("where was charles momsen buried", EX + "arlington"),
-    ("what genre is mockingbird dont sing", EX + "drama"),
-    ("what genre is unforgivable blackness", EX + "documentary"),
+    ("where was harriet osterman buried", EX + "greyfield"),
+    ("what genre is sparrows dont weep", EX + "drama"),
+    ("what genre is quiet harbour", EX + "documentary"),
 ])
 def test_the_search_answers_through_a_variant(store: Path, question: str, answer: str) -> None:
     with Engine(store=store) as engine:

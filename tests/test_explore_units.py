@@ -1,6 +1,8 @@
-"""A number next to a predicate's name ("4 cylinders", "horsepower of 150") links to that predicate first."""
+"""A number next to a predicate's name ("4 legs", "weight of 150") links to that predicate first."""
 
 from __future__ import annotations
+
+import pytest
 
 from kbqa.translators.explore_anchors import number_units
 from kbqa.translators.explore_link import Link
@@ -18,25 +20,26 @@ def _pred(question: str, text: str, pred: str, score: float = 1.0) -> Link:
     return Link("predicate", pred, score, (start, start + len(text)), text, label=text)
 
 
-def test_the_word_after_the_number_names_its_predicate() -> None:
-    q = "What is the average mpg of the cars with 4 cylinders?"
-    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders"), _number(q, "4", "ex:doors")]
-    number_units(q, values, [_pred(q, "cylinders", "ex:cylinders"), _pred(q, "mpg", "ex:mpg", 0.9)])
+@pytest.mark.parametrize("q", ["What is the average weight of the animals with 4 legs?",
+                               "Show the animals having 4 legs and their weight."])
+def test_the_word_after_the_number_names_its_predicate(q: str) -> None:
+    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:legs"), _number(q, "4", "ex:wheels")]
+    number_units(q, values, [_pred(q, "legs", "ex:legs"), _pred(q, "weight", "ex:weight", 0.9)])
     scores = {v.iri: v.score for v in values}
-    assert scores["ex:cylinders"] == 1.0 and scores["ex:id"] < 0.38 and scores["ex:doors"] < 0.38
+    assert scores["ex:legs"] == 1.0 and scores["ex:id"] < 0.38 and scores["ex:wheels"] < 0.38
 
 
-def test_the_word_before_the_number_names_its_predicate() -> None:
-    q = "cars with horsepower of 150"
-    values = [_number(q, "150", "ex:id"), _number(q, "150", "ex:horsepower")]
-    number_units(q, values, [_pred(q, "horsepower", "ex:horsepower", 0.9)])
+@pytest.mark.parametrize("q", ["animals with a weight of 150", "which animal has weight 150"])
+def test_the_word_before_the_number_names_its_predicate(q: str) -> None:
+    values = [_number(q, "150", "ex:id"), _number(q, "150", "ex:weight")]
+    number_units(q, values, [_pred(q, "weight", "ex:weight", 0.9)])
     assert [v.score for v in values] == [0.19, 0.9]
 
 
 def test_no_named_predicate_leaves_the_readings_alike() -> None:
-    q = "which cars have 4 of them"
-    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:cylinders")]
-    number_units(q, values, [_pred(q, "cars", "ex:cars")])  # "cars" is not next to the number
+    q = "which animals have 4 of them"
+    values = [_number(q, "4", "ex:id"), _number(q, "4", "ex:legs")]
+    number_units(q, values, [_pred(q, "animals", "ex:animals")])  # "animals" is not next to the number
     assert [v.score for v in values] == [0.38, 0.38]
 
 
@@ -61,18 +64,24 @@ def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
     assert not any(weights <= {c.value for c in col if c} for col in zip(*only_key.answers.rows, strict=True))
 
 
-def test_a_value_right_after_a_class_word_belongs_to_that_class() -> None:
+@pytest.mark.parametrize(("q", "owned"), [
+    ("the names of the keepers who look after an animal from 2015", True),
+    ("which keepers care for an animal from the year 2015", True),
+    ("the animal names of keepers hired in 2015", False),  # the value follows a verb, not the class word
+])
+def test_a_value_right_after_a_class_word_belongs_to_that_class(q: str, owned: bool) -> None:
     from grounding.schema import PredicateInfo, SchemaMemory
     from kbqa.translators.explore_anchors import value_owners
 
-    q = "the names of the singers who performed in a concert in 2014"
-    start = q.index("2014")
-    year = Link("value", "ex:concert_year", 0.7, (start, start + 4), "2014", value="2014")
-    release = Link("value", "ex:song_release_year", 0.7, (start, start + 4), "2014", value="2014")
-    concert = Link("class", "ex:Concert", 1.0, (q.index("concert"), q.index("concert") + 7), "concert")
-    singer = Link("class", "ex:Singer", 1.0, (q.index("singers"), q.index("singers") + 7), "singers")
-    schema = SchemaMemory({}, {"ex:concert_year": PredicateInfo("year", "year", domains={"ex:Concert": 6}),
-                               "ex:song_release_year": PredicateInfo("song release year", "year",
-                                                                     domains={"ex:Singer": 6})}, {}, {})
-    value_owners(q, [year, release], [singer, concert], schema)
-    assert year.score > 0.7 > release.score
+    start = q.index("2015")
+    born = Link("value", "ex:birth_year", 0.7, (start, start + 4), "2015", value="2015")
+    hired = Link("value", "ex:hire_year", 0.7, (start, start + 4), "2015", value="2015")
+    animal = Link("class", "ex:Animal", 1.0, (q.index("animal"), q.index("animal") + 6), "animal")
+    keeper = Link("class", "ex:Keeper", 1.0, (q.index("keepers"), q.index("keepers") + 7), "keepers")
+    schema = SchemaMemory({}, {"ex:birth_year": PredicateInfo("birth year", "year", domains={"ex:Animal": 6}),
+                               "ex:hire_year": PredicateInfo("hire year", "year", domains={"ex:Keeper": 6})}, {}, {})
+    value_owners(q, [born, hired], [keeper, animal], schema)
+    if owned:
+        assert born.score > 0.7 > hired.score
+    else:
+        assert born.score == hired.score == 0.7

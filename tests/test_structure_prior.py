@@ -90,12 +90,12 @@ def test_shipped_prior_json_round_trip(shipped: StructurePrior, tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("question", "shape"), [
-    ("How many singers do we have?", "count"),
+    ("How many keepers do we have?", "count"),
     ("How many dogs are older than 3?", "count"),
     ("Which stadium has the most concerts?", "group-top"),
     ("Which country has the most singers?", "group-top"),
     ("What is the average age of all dogs?", "aggregate"),
-    ("Show the name of each country and the number of singers from it.", "group"),
+    ("Show the name of each enclosure and the number of animals in it.", "group"),
 ])
 def test_shipped_prior_on_typical_questions(shipped: StructurePrior, question: str, shape: str) -> None:
     probs = shipped.predict(question)

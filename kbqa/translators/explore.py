@@ -28,11 +28,12 @@ from kbqa.translators.explore_facts import FactsCheck
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_features import CandidateFeatures
 from kbqa.translators.explore_graphs import Graph, verbalise, write
-from kbqa.translators.explore_link import FUNCTION_WORDS, Link, link_schema, link_values, read_cues
+from kbqa.translators.explore_link import Link, link_schema, link_values, read_cues
 from kbqa.translators.explore_names import name_variants
 from kbqa.translators.explore_prior import add_struct_prior
 from kbqa.translators.explore_rank import Ranker
 from kbqa.translators.explore_search import Anchors, SchemaPaths, Search
+from kbqa.translators.language import LanguageProfile, get_language
 from kbqa.translators.settings import ModelSettings
 
 DEFAULT_BUDGET_S = 2.0
@@ -54,8 +55,12 @@ class ExploreTranslator(Translator):
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
                  schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE,
-                 fallback: str = "auto"):
+                 fallback: str = "auto", language: str | LanguageProfile | None = None):
         self.store_dir = Path(store_dir)
+        try:
+            self.language = get_language(language)  # the words questions are read with (language.py)
+        except ValueError as e:
+            raise TranslateError(str(e), stage="usage") from None
         layout = StoreLayout.of(self.store_dir)
         if not layout.exists():
             raise TranslateError(f"no store at {self.store_dir}; build one with `kbqa ingest SOURCE --store "
@@ -129,13 +134,13 @@ class ExploreTranslator(Translator):
         out = out[:8]
         part = self._detector.lexicon.parts.get("entity")
         if part is not None:  # names written differently from the label: weak links, the KG decides
-            out += [lk for lk in name_variants(question, out, part, self.memory, avoid)
+            out += [lk for lk in name_variants(question, out, part, self.memory, avoid, self.language)
                     if lk.iri not in self.schema.classes and lk.iri not in self.schema.predicates][:MAX_VARIANTS]
         return out
 
     def _partial_entities(self, question: str, found: list[Link]) -> list[Link]:
-        """Entities whose label contains a content word of the question as a whole token ("draconic" names
-        *draconic l*), for spans no exact mention covers; weak links the search may still use."""
+        """Entities whose label contains a content word of the question as a whole token ("krill" names
+        *krill f*), for spans no exact mention covers; weak links the search may still use."""
 
         from grounding.text import normalize
 
@@ -145,7 +150,7 @@ class ExploreTranslator(Translator):
         out: list[Link] = []
         for m in re.finditer(r"[A-Za-z][A-Za-z\-']{3,}", question):
             word = normalize(m.group(0))
-            if word in FUNCTION_WORDS or any(lk.span[0] <= m.start() < lk.span[1] for lk in found):
+            if word in self.language.function_words or any(lk.span[0] <= m.start() < lk.span[1] for lk in found):
                 continue
             hits = [h for h in part.search(word, 8) if word in h.name.split() and len(h.name.split()) <= 2]
             rows = self.memory.by_rowids([h.rowid for h in hits])
@@ -167,24 +172,25 @@ class ExploreTranslator(Translator):
         return self._bank
 
     def anchors(self, question: str) -> Anchors:
-        cues = read_cues(question)
-        schema_links = link_schema(question, self.schema)
+        lang = self.language
+        cues = read_cues(question, lang)
+        schema_links = link_schema(question, self.schema, lang=lang)
         classes = [lk for lk in schema_links if lk.kind == "class"]
         # a span that names a class or predicate well is not a respelt item name
         entities = self._entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
         self._qualify(question, entities, classes)
         predicates = [lk for lk in schema_links if lk.kind == "predicate"]
-        values = link_values(question, self.schema, cues)
-        number_units(question, values, predicates)
-        value_owners(question, values, classes, self.schema)
-        return Anchors(question, cues, classes, predicates, values, entities)
+        values = link_values(question, self.schema, cues, lang)
+        number_units(question, values, predicates, lang)
+        value_owners(question, values, classes, self.schema, lang)
+        return Anchors(question, cues, classes, predicates, values, entities, lang)
 
     def _qualify(self, question: str, entities: list[Link], classes: list[Link]) -> None:
-        """"draconic language", "chaotic good alignment": a class word right after an entity of that class says
-        what the entity is; the entity's span takes the word and the class is a weak focus. Among items of the
-        same name the one of that class is meant ("cyclops language" is the language, not the creature; of two
-        such languages, the one the KG uses most), and the class word covers a list before it ("both gnoll and
-        elven languages", "abyssal, sylvan and elven languages") and each place it is written."""
+        """"herring food": a class word right after an entity of that class says what the entity is; the
+        entity's span takes the word and the class is a weak focus. Among items of the same name the one of that
+        class is meant ("herring food" is the food, not the supplier called Herring; of two such foods, the one
+        the KG uses most), and the class word covers a list before it ("herring and krill food", "herring, krill
+        and pellet food") and each place it is written."""
 
         for c in classes:
             found = False
@@ -210,7 +216,7 @@ class ExploreTranslator(Translator):
                     if last:
                         named.span = (named.span[0], m.end())
                     found, last = True, False
-                    joint = re.search(r"(?:,\s*(?:and|or)?|\s(?:and|or))\s*$", question[:named.span[0]])
+                    joint = self.language.list_joint_re.search(question[:named.span[0]])
                     if joint is None:
                         break
                     end = joint.start()
@@ -219,7 +225,7 @@ class ExploreTranslator(Translator):
 
     def _instances_named(self, question: str, span: tuple[int, int], cls: str, same: list[Link]) -> list[Link]:
         """Items of class `cls` named by the last one or two words in `span` (the name may add one word, as
-        *cyclops l* does), other than those already linked there (`same`)."""
+        *herring f* does), other than those already linked there (`same`)."""
 
         from grounding.text import normalize
 
@@ -227,11 +233,11 @@ class ExploreTranslator(Translator):
         if part is None:
             return []
         tokens = list(re.finditer(r"\S+", question[span[0]:span[1]]))
-        # the words of a linked name are that name ("chaotic neutral", never just "neutral"); else the last two
+        # the words of a linked name are that name ("anna berg", never just "berg"); else the last two
         # words or the last one
         for n in range(min(2, len(tokens)), 0 if not same else min(2, len(tokens)) - 1, -1):
             name = normalize(" ".join(t.group() for t in tokens[-n:])).split()
-            if not name or all(w in FUNCTION_WORDS for w in name):
+            if not name or all(w in self.language.function_words for w in name):
                 continue
             hits = [h for h in part.search(" ".join(name), 10)
                     if h.name.split()[:len(name)] == name and len(h.name.split()) <= len(name) + 1]
@@ -280,7 +286,7 @@ class ExploreTranslator(Translator):
             seen.add(k)
             pool.append(g)
         self._features.add(question, a, pool)
-        add_struct_prior(question, pool)
+        add_struct_prior(question, pool, lang=self.language)
         for g in pool:
             g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
         pool.sort(key=lambda g: -g.score)

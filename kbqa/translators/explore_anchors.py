@@ -1,19 +1,19 @@
 """Readings of a value the words around it settle, after linking (explore.py `anchors`): a number next to a
-predicate's name ("4 cylinders", "horsepower of 150") and a value right after a class word ("a concert in 2014")
+predicate's name ("4 legs", "weight of 190") and a value right after a class word ("an animal from 2015")
 link to that predicate first; the value's other readings stay, weaker, for the ranker.
 """
 
 from __future__ import annotations
 
-import re
-
 from grounding.schema import SchemaMemory
 from kbqa.translators.explore_link import Link
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 
-def number_units(question: str, values: list[Link], predicates: list[Link]) -> None:
+def number_units(question: str, values: list[Link], predicates: list[Link], lang: LanguageProfile = ENGLISH
+                 ) -> None:
     """A number links to every numeric predicate that holds it, all alike; the word right after it ("4
-    cylinders", "3 doors") or right before it ("age 30", "horsepower of 150") names the predicate meant. That
+    legs", "3 wheels") or right before it ("age 30", "weight of 190") names the predicate meant. That
     predicate's link to the number gets the word's link score, the number's other readings are halved."""
     by_span: dict[tuple[int, int], list[Link]] = {}
     for v in values:
@@ -23,26 +23,24 @@ def number_units(question: str, values: list[Link], predicates: list[Link]) -> N
         after = question[end:end + 1] == " "
         named = {p.iri: p.score for p in predicates
                  if (after and p.span[0] == end + 1) or
-                 (p.span[1] <= start and _gap_is(question[p.span[1]:start], ("", "of", "is", "=", "equal to")))}
+                 (p.span[1] <= start and _gap_is(question[p.span[1]:start], lang.unit_gaps))}
         if not any(v.iri in named for v in links):
             continue
         for v in links:
             v.score = max(v.score, named[v.iri]) if v.iri in named else v.score * 0.5
 
 
-_OWNER_GAP = re.compile(r"\s*(?:(?:in|of|from|for|on|at|during|with|since|named|called)\s+)?(?:(?:the|a|an)\s+)?"
-                        r"(?:year\s+)?$", re.IGNORECASE)
-
-
-def value_owners(question: str, values: list[Link], classes: list[Link], schema: SchemaMemory) -> None:
-    """"a concert in 2014", "singers from France": a value written right after a class word belongs to a
-    predicate of that class (the concert's year, not a singer's song release year). Where the value's readings
-    split into predicates of that class and others, the class's own gain and the others lose."""
+def value_owners(question: str, values: list[Link], classes: list[Link], schema: SchemaMemory,
+                 lang: LanguageProfile = ENGLISH) -> None:
+    """"an animal from 2015", "keepers from Oslo": a value written right after a class word (a preposition,
+    an article between) belongs to a predicate of that class (the animal's birth year, not its keeper's hiring
+    year). Where the value's readings split into predicates of that class and others, the class's own gain and
+    the others lose."""
     by_span: dict[tuple[int, int], list[Link]] = {}
     for v in values:
         by_span.setdefault(v.span, []).append(v)
     for (start, _end), links in by_span.items():
-        near = [c for c in classes if c.span[1] <= start and _OWNER_GAP.fullmatch(question[c.span[1]:start])]
+        near = [c for c in classes if c.span[1] <= start and lang.owner_gap_re.fullmatch(question[c.span[1]:start])]
         if not near or len(links) < 2:
             continue
         owner = max(near, key=lambda c: (c.span[1], c.span[0])).iri  # the nearest, and the shortest there

@@ -25,7 +25,8 @@ from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.base import TranslateError, TranslationResult
 from kbqa.translators.casebank import question_key, slot_pattern
-from kbqa.translators.explore_link import FUNCTION_WORDS, read_cues, stems
+from kbqa.translators.explore_link import read_cues
+from kbqa.translators.language import ENGLISH, LanguageProfile
 from kbqa.translators.mentions import tokenize
 
 if TYPE_CHECKING:
@@ -39,18 +40,6 @@ WEAK_SCORE = None
 NAMES_SLOT = 0.6
 # A grounding candidate counts when the question's words match its label or an alias this well (lexical signal).
 NAMES_ITEM = 0.8
-# The attribute a superlative or comparative adjective sorts or compares by ("heaviest" -> weight).
-ATTRIBUTE_OF = {
-    "tallest": "height", "shortest": "height", "taller": "height", "shorter": "height", "high": "height",
-    "heaviest": "mass", "lightest": "mass", "heavier": "mass", "lighter": "mass",
-    "longest": "length", "longer": "length", "deepest": "depth", "deeper": "depth", "widest": "width",
-    "wider": "width", "fastest": "speed", "slowest": "speed", "faster": "speed", "slower": "speed",
-    "oldest": "date of birth", "youngest": "date of birth", "older": "date of birth", "younger": "date of birth",
-    "largest": "area", "smallest": "area", "biggest": "area", "highest": "elevation above sea level",
-    "lowest": "elevation above sea level", "most populous": "population", "least populous": "population",
-    "hottest": "temperature", "coldest": "temperature", "earliest": "point in time", "latest": "point in time",
-    "richest": "net worth", "cheapest": "price", "brightest": "apparent magnitude", "loudest": "sound power",
-}
 _SLOT_TOKEN = "\x00slot"
 
 
@@ -102,6 +91,11 @@ class CaseFallback:
         self.owner = owner
         self._by_id: dict[str, Any] | None = None
         self._grounder: Any = None
+
+    @property
+    def _lang(self) -> LanguageProfile:
+        """The words the owner reads questions with."""
+        return getattr(self.owner, "language", ENGLISH)
 
     # ---- what it reuses --------------------------------------------------------------------------
     def cases(self) -> Any:
@@ -234,16 +228,17 @@ class CaseFallback:
         names = self._names(g)
         best, best_sim = None, 0.0
         for st in stretches:
-            if st.used or not _content(st.new):
+            if st.used or not _content(st.new, self._lang):
                 continue
-            sim = _names_similarity(st.old, names)
+            sim = _names_similarity(st.old, names, self._lang)
             if sim > best_sim:
                 best, best_sim = st, sim
         if best is None or best_sim < NAMES_SLOT:
             return Reground(g.name, g.kind, g.label, g.label, g.uri, "kept")
         best.used = True
-        words = _content(best.new)
-        query = ATTRIBUTE_OF.get(words, ATTRIBUTE_OF.get(words.split()[-1], words)) if numeric else words
+        words = _content(best.new, self._lang)
+        attribute_of = self._lang.attribute_of  # "heaviest" -> mass: the attribute an adjective sorts by
+        query = attribute_of.get(words, attribute_of.get(words.split()[-1], words)) if numeric else words
         for cand in self._ground(query, g.kind):
             uri = self.owner.profile.direct_property(cand.id) if g.kind == "property" else cand.id
             if self._fits(uri, g.kind, numeric):
@@ -292,7 +287,7 @@ class CaseFallback:
         """"heaviest" after a case about "shortest": the sort key's direction follows the question's cue word,
         relative to the case's own (a date sorted ascending for "oldest" stays right when both say oldest)."""
         keys = [n for n in walk(plan) if isinstance(n, OrderKey)]
-        mine, theirs = read_cues(question).superlative, read_cues(case_question).superlative
+        mine, theirs = read_cues(question, self._lang).superlative, read_cues(case_question, self._lang).superlative
         if not keys or not mine or mine == theirs:
             return []
         key = keys[0]
@@ -314,21 +309,22 @@ def _masked_tokens(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
-def _content(words: str) -> str:
-    return " ".join(w for w in words.split() if w not in FUNCTION_WORDS)
+def _content(words: str, lang: LanguageProfile = ENGLISH) -> str:
+    return " ".join(w for w in words.split() if w not in lang.function_words)
 
 
-def _names_similarity(old: str, names: list[str]) -> float:
+def _names_similarity(old: str, names: list[str], lang: LanguageProfile = ENGLISH) -> float:
     """How well a stretch of the case's question names a slot: shared word stems or a close spelling, with
-    adjectives read as their attribute ("tallest" names *height*)."""
-    words = _content(old)
+    adjectives read as their attribute (the profile's `attribute_of`: "tallest" names *height*)."""
+    words = _content(old, lang)
     if not words or not names:
         return 0.0
-    attr = ATTRIBUTE_OF.get(words) or next((ATTRIBUTE_OF[w] for w in words.split() if w in ATTRIBUTE_OF), None)
-    mine = set(stems(words)) | (set(stems(attr)) if attr else set())
+    attribute_of = lang.attribute_of
+    attr = attribute_of.get(words) or next((attribute_of[w] for w in words.split() if w in attribute_of), None)
+    mine = set(lang.stems(words)) | (set(lang.stems(attr)) if attr else set())
     best = 0.0
     for name in names:
-        theirs = {w for w in stems(name) if w not in FUNCTION_WORDS}
+        theirs = {w for w in lang.stems(name) if w not in lang.function_words}
         if not theirs:
             continue
         overlap = len(mine & theirs) / len(theirs)

@@ -1,4 +1,4 @@
-"""Property groups in `explore`: a word that names a super-property ("statistics", "defensive attributes")
+"""Property groups in `explore`: a word that names a super-property ("fitness", "fitness attributes")
 stands for the set of its `rdfs:subPropertyOf` sub-properties, and the question asks about the values of the
 whole set — their maximum, the attribute that is highest on average for some items, the sum or mean of two
 items compared, or whether one item beats the other on most attributes. Linking (`link_groups`), the
@@ -14,37 +14,32 @@ from typing import TYPE_CHECKING
 from grounding.schema import SUB_PROPERTY_OF, SchemaMemory
 from grounding.text import normalize
 from kbqa.translators.explore_graphs import Body, Cond, Graph, Step, Term, _conds, _Writer
-from kbqa.translators.explore_link import AGG_WORDS, Link, overlaps, singular
+from kbqa.translators.explore_link import Link, overlaps
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 if TYPE_CHECKING:
     from kbqa.translators.explore_search import Anchors, Search
 
-# Words a group's name shares with any attribute set; they say "a group" but not which one.
-GENERIC = frozenset({"value", "values", "attribute", "attributes", "property", "properties", "has", "stat", "stats"})
-# A name token this long that begins a question word is an abbreviation of it ("def" -> "defensive").
+# A name token this long that begins a question word is an abbreviation of it ("fit" -> "fitness").
 MIN_ABBREVIATION = 3
-DESC_WORDS = ("dominant", "highest", "best", "strongest", "greatest", "largest", "biggest", "main", "top")
-ASC_WORDS = ("lowest", "weakest", "worst", "smallest", "least")
-# "superior to", "a greater value of average statistics than": a few words may sit between
-_BEATS = re.compile(r"\b(superior|better|stronger|greater|higher|more|inferior|worse|weaker|lower|less)"
-                    r"(?:\s+\w+){0,5}?\s+(?:to|than)\b")
-_FEWER = ("inferior", "worse", "weaker", "lower", "less")
 # "superior on most attributes": the share of attributes on which the first item is higher must pass this
 MAJORITY = 0.5
 
 
-def link_groups(question: str, schema: SchemaMemory, min_score: float = 0.6) -> list[Link]:
-    """Super-properties the question names: every distinctive token of the group's name matches a word of the
-    question exactly, as a singular, or as an abbreviation of it."""
+def link_groups(question: str, schema: SchemaMemory, min_score: float = 0.6, lang: LanguageProfile = ENGLISH
+                ) -> list[Link]:
+    """Super-properties the question names: every distinctive token of the group's name (not one of the
+    profile's `group_generic_words`) matches a word of the question exactly, as a singular, or as an
+    abbreviation of it."""
     words = [(m.start(), m.end(), m.group(0).lower()) for m in re.finditer(r"[A-Za-z]+", question)]
     out: list[Link] = []
     for iri, info in (schema.groups or {}).items():
-        tokens = [t for t in normalize(info.get("label", "")).split() if t not in GENERIC]
+        tokens = [t for t in normalize(info.get("label", "")).split() if t not in lang.group_generic_words]
         if not tokens:
             continue
         spans, score = [], 1.0
         for t in tokens:
-            hit = next(((s, e, 1.0) for s, e, w in words if w == t or singular(w) == singular(t)), None)
+            hit = next(((s, e, 1.0) for s, e, w in words if w == t or lang.singular(w) == lang.singular(t)), None)
             if hit is None and len(t) >= MIN_ABBREVIATION:
                 hit = next(((s, e, 0.8) for s, e, w in words if len(w) > len(t) and w.startswith(t)), None)
             if hit is None:
@@ -53,8 +48,8 @@ def link_groups(question: str, schema: SchemaMemory, min_score: float = 0.6) -> 
             score = min(score, hit[2])
         else:
             span = (min(s for s, _ in spans), max(e for _, e in spans))
-            # "defensive attributes": the generic noun after the name belongs to the link
-            m = re.match(r"\s+(attributes?|statistics|stats|values|properties)\b", question[span[1]:], re.I)
+            # "fitness attributes": the generic noun after the name belongs to the link
+            m = lang.group_noun_re.match(question[span[1]:])
             if m:
                 span = (span[0], span[1] + m.end())
             if score >= min_score:
@@ -64,31 +59,32 @@ def link_groups(question: str, schema: SchemaMemory, min_score: float = 0.6) -> 
 
 def group_graphs(s: Search, a: Anchors) -> Iterator[Graph]:
     """The property-group families for the best linked group."""
-    # "combat maneuver defense": words that name one property well are not an abbreviated group name
-    groups = [g for g in link_groups(a.question, s.schema)
+    # words that name one property well are not an abbreviated group name
+    groups = [g for g in link_groups(a.question, s.schema, lang=a.lang)
               if not any(lk.score >= 0.8 and overlaps(lk.span, g.span) for lk in a.predicates)]
     if not groups:
         return
     glink = groups[0]
     q = a.question.lower()
-    # the best link of each span ("gnoll languages": the language the class word picked, not the creature)
+    # the best link of each span ("herring food": the food the class word picked, not the supplier)
     ents = sorted((e for e in a.entities if not overlaps(e.span, glink.span)), key=lambda e: -e.score)
     ents = [e for i, e in enumerate(ents) if not any(overlaps(e.span, f.span) for f in ents[:i])]
     aggs = [fn for fn in a.cues.aggregates if fn in ("AVG", "SUM", "MAX", "MIN")]
-    if re.search(r"\b(sum|sums|total)\b", q):
+    lang = a.lang
+    if lang.sum_re.search(q):
         aggs = ["SUM"] + [fn for fn in aggs if fn != "SUM"]
-    beats = _BEATS.search(q)
+    beats = lang.beats_re.search(q)  # "superior to", "a greater value of ... than": a few words between
     base = {"rel_lex": glink.score, "cue_ok": 2.0}
     if beats and len(ents) >= 2:
         yield from _compared(a, glink, sorted(ents[:2], key=lambda e: e.span[0]), beats, aggs, base)
         return
     focus = _focus_class(s, glink.iri)
     # "maximum value" is an aggregate, not an order
-    sup = a.cues.superlative if a.cues.superlative_word not in AGG_WORDS else None
-    desc = any(re.search(rf"\b{w}\b", q) for w in DESC_WORDS) or sup == "desc"
-    asc = any(re.search(rf"\b{w}\b", q) for w in ASC_WORDS) or sup == "asc"
+    sup = a.cues.superlative if a.cues.superlative_word not in lang.aggregate_words else None
+    desc = any(re.search(rf"\b{w}\b", q) for w in lang.group_desc_words) or sup == "desc"
+    asc = any(re.search(rf"\b{w}\b", q) for w in lang.group_asc_words) or sup == "asc"
     conds, spans = _item_conds(s, a, ents)
-    plural = bool(conds and re.search(r"\b(sums|totals|averages|means|maximums|minimums)\b", q))
+    plural = bool(conds and lang.plural_aggregate_re.search(q))
     if focus and (desc or asc):
         names = s._name_words(a, focus, [glink.span] + spans)
         fconds = conds + [c for c, _ in names]
@@ -115,7 +111,7 @@ def _compared(a: Anchors, glink: Link, ents: list[Link], beats: re.Match, aggs: 
               base: dict[str, float]) -> Iterator[Graph]:
     """"is A superior to B in terms of <group>": by mean or sum when the question says so, else by the share of
     the group's attributes on which A is higher."""
-    op = "<" if beats.group(1) in _FEWER else ">"
+    op = "<" if beats.group(1) in a.lang.beats_lesser else ">"
     fn = next((f for f in aggs if f in ("AVG", "SUM")), None)
     parts = []
     for e in ents:
@@ -141,7 +137,7 @@ def _focus_class(s: Search, group: str) -> str | None:
 
 
 def _item_conds(s: Search, a: Anchors, ents: list[Link]) -> tuple[list[Cond], list[tuple[int, int]]]:
-    """"creatures speaking gnoll and elven": each linked item joined to the focus by the predicate that most
+    """"animals eating herring and krill": each linked item joined to the focus by the predicate that most
     often points at it."""
     conds, spans = [], []
     for e in ents[:2]:
@@ -157,13 +153,8 @@ def _cover(a: Anchors, spans: list[tuple[int, int]], cue: bool = False) -> float
     """Coverage of the question's content words; the aggregate, superlative and comparison words count as read."""
     from kbqa.translators.explore_search import _coverage
 
-    extra = []
-    if cue:
-        words = "|".join(DESC_WORDS + ASC_WORDS + ("average", "mean", "sum", "total", "terms", "superior", "inferior"))
-        extra = [m.span() for m in re.finditer(rf"\b({words})\b", a.question.lower())]
-    else:
-        extra = [m.span() for m in re.finditer(r"\b(maximum|minimum|average|mean|sums?|total|numerical|numeric)\b",
-                                               a.question.lower())]
+    pattern = a.lang.compared_cue_re if cue else a.lang.value_cue_re
+    extra = [m.span() for m in pattern.finditer(a.question.lower())]
     return _coverage(a, spans + extra)
 
 

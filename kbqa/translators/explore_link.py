@@ -12,54 +12,15 @@ from rapidfuzz import fuzz
 
 from grounding.schema import SchemaMemory
 from grounding.text import normalize
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
-# Words that carry structure, never a class, attribute or value by themselves.
-FUNCTION_WORDS = frozenset("""a an the of in on at to for by from with and or is are was were be been being do does did
-what which who whom whose where when why how that this these those it its his her their there here as into about
-all any each every some me give list show find tell return display many much number count total than more less
-most least also both either not no only has have had can could there's please whats named called whole""".split())
-YES_NO_START = ("is ", "are ", "does ", "do ", "did ", "was ", "were ", "can ", "has ", "have ", "is there",
-                "are there")
-# Comparison cue -> SPARQL operator (a number follows the cue, possibly after an attribute name).
-COMPARISONS = (("at least", ">="), ("at most", "<="), ("no more than", "<="), ("no less than", ">="),
-               ("more than", ">"), ("greater than", ">"), ("larger than", ">"), ("bigger than", ">"),
-               ("higher than", ">"), ("older than", ">"), ("heavier than", ">"), ("longer than", ">"),
-               ("above", ">"), ("over", ">"), ("after", ">"), ("exceeds", ">"), ("exceeding", ">"),
-               ("less than", "<"), ("fewer than", "<"), ("smaller than", "<"), ("lower than", "<"),
-               ("younger than", "<"), ("lighter than", "<"), ("shorter than", "<"), ("below", "<"),
-               ("under", "<"), ("before", "<"), ("equal to", "="), ("equals", "="))
-NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-                "ten": 10}
-# Comparison cues about time: they compare a year or a date, not any number the question names.
-TEMPORAL = ("after", "before", "since", "earlier than", "later than")
-AGG_WORDS = {"average": "AVG", "mean": "AVG", "avg": "AVG", "minimum": "MIN", "min": "MIN", "maximum": "MAX",
-             "max": "MAX", "total": "SUM", "sum": "SUM", "combined": "SUM"}
-SUPERLATIVE_DESC = ("highest", "largest", "biggest", "greatest", "most", "oldest", "heaviest", "longest",
-                    "maximum", "top", "best", "latest", "newest", "tallest", "fastest", "max")
-SUPERLATIVE_ASC = ("lowest", "smallest", "least", "youngest", "lightest", "shortest", "minimum", "fewest",
-                   "earliest", "worst", "min", "slowest", "cheapest", "rarest")
-NEGATIONS = ("not ", "no ", "never ", "without ", "n't ", "none ", "nothing ")
-GROUP_CUES = ("each ", "every ", "per ", "for each", "for every", "in each", "by each", "of each", "different ")
-
-
-def singular(word: str) -> str:
-    """A crude English singular, enough to match "singers" to *singer* and "countries" to *country*."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("lves"):  # wolves, elves, halves
-        return word[:-3] + "f"
-    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def stems(text: str) -> list[str]:
-    return [singular(w) for w in normalize(text).split()]
+# The English profile's lists under the names other modules import (explore_features.py); the words themselves
+# live in language.py.
+FUNCTION_WORDS = ENGLISH.function_words
+stems = ENGLISH.stems
 
 
 @dataclass
@@ -88,51 +49,52 @@ class Cues:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False, [], "")}
 
 
-def read_cues(question: str) -> Cues:
+def read_cues(question: str, lang: LanguageProfile = ENGLISH) -> Cues:
+    """The cue words of `question`, read with the words of `lang`."""
     q = " " + " ".join(re.sub(r"[?,;:!()]", " ", question.lower()).split()) + " "
     c = Cues()
-    # "is X a male or female" asks which, not whether; "is there any X with A or B" still asks whether
-    c.ask = q.lstrip().startswith(YES_NO_START) and " how " not in q[:12] and \
-        (" or " not in q or q.lstrip().startswith(("is there ", "are there ")))
-    c.count = any(k in q for k in (" how many ", " number of ", " count ", " how much "))
-    for w, agg in AGG_WORDS.items():
+    # "is X a lion or a zebra" asks which, not whether; "is there any X with A or B" still asks whether
+    c.ask = q.lstrip().startswith(lang.yes_no_starts) and f" {lang.how_word} " not in q[:12] and \
+        (f" {lang.or_word} " not in q or q.lstrip().startswith(lang.existential_starts))
+    c.count = any(k in q for k in lang.count_cues)
+    for w, agg in lang.aggregate_words.items():
         i = q.find(f" {w} ")
         if i >= 0:
             c.aggregates.append((i, agg))  # type: ignore[arg-type]
     c.aggregates = [a for _, a in sorted(c.aggregates)]  # type: ignore[misc]
-    for direction, words in (("desc", SUPERLATIVE_DESC), ("asc", SUPERLATIVE_ASC)):
+    for direction, words in (("desc", lang.superlative_desc), ("asc", lang.superlative_asc)):
         for w in words:
-            if f" {w} " in q and not any(f"{k} {w} " in q for k in (" at", " no")):
+            if f" {w} " in q and not any(f"{k} {w} " in q for k in lang.not_superlative_after):
                 c.superlative, c.superlative_word = direction, w
                 break
         if c.superlative:
             break
-    m = re.search(r"\btop (\d+)\b", q)
+    m = lang.top_k_re.search(q)
     if m:
         c.top_k, c.superlative = int(m.group(1)), c.superlative or "desc"
-    c.group = any(g in q for g in GROUP_CUES) or " most common " in q or " by " in q and " ordered by " not in q \
-        and " sorted by " not in q and " order by " not in q
-    if any(k in q for k in (" descending", " decreasing", " from the oldest", " from highest", " from largest",
-                            " in desc")):
+    c.group = any(g in q for g in lang.group_cues) or any(g in q for g in lang.group_frequency_cues) or \
+        lang.group_by_word in q and not any(k in q for k in lang.order_by_cues)
+    if any(k in q for k in lang.order_desc_cues):
         c.order = "desc"
-    elif any(k in q for k in (" ascending", " increasing", " alphabetical", " ordered by", " sorted by",
-                              " order of ", " order by ")):
+    elif any(k in q for k in lang.order_asc_cues):
         c.order = "asc"
-    # "ordered by age from the oldest to the youngest" sorts; it does not ask for the oldest one
+    # "sorted by weight from the heaviest to the lightest" sorts; it does not ask for the heaviest one
     if c.order and c.superlative and not c.top_k and (
-            re.search(r"from (the )?\w+ to (the )?\w+", q) or any(k in q for k in (" ordered by ", " sorted by ",
-                                                                                     " order of ", " order by "))):
+            lang.range_re.search(q) or any(k in q for k in lang.order_by_cues + (lang.order_of_cue,))):
         c.superlative, c.superlative_word = None, ""
-    qn = q.replace(" no less than ", " ").replace(" no more than ", " ")
-    c.negation = any(n in qn for n in (" not ", " no ", " never ", " without ", "n't ", " none ", " nothing "))
+    qn = q
+    for bound in lang.negation_exceptions:
+        qn = qn.replace(bound, " ")
+    c.negation = any(n in qn for n in lang.negations)
     for m in _NUMBER.finditer(question):
         c.numbers.append((float(m.group(0)), m.start(), m.end()))
-    for m in re.finditer(r"\b(one|two|three|four|five|six|seven|eight|nine|ten)\b", question.lower()):
-        c.numbers.append((float(NUMBER_WORDS[m.group(1)]), m.start(), m.end()))
+    for m in lang.number_word_re.finditer(question.lower()):
+        c.numbers.append((float(lang.number_words[m.group(1)]), m.start(), m.end()))
     c.numbers.sort(key=lambda n: n[1])
     ql = question.lower()
     taken: list[tuple[int, int]] = []
-    for cue, op in sorted(COMPARISONS, key=lambda co: -len(co[0])):  # "no more than" before "more than"
+    by_length = sorted(lang.comparisons, key=lambda co: -len(co[0]))  # "no more than" before "more than"
+    for cue, op in by_length:
         for m in re.finditer(r"\b" + re.escape(cue) + r"\b", ql):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
@@ -141,30 +103,27 @@ def read_cues(question: str) -> Cues:
                 c.comparisons.append((op, nxt[0][0], m.start()))
                 taken.append((m.start(), m.end()))
     c.comparisons.sort(key=lambda cmp: cmp[2])
-    m = re.search(r"\bbetween (-?\d+(?:\.\d+)?) and (-?\d+(?:\.\d+)?)", ql)
+    m = lang.between_re.search(ql)
     if m:
         c.between = (float(m.group(1)), float(m.group(2)))
-    for m in re.finditer(r"\b(\w+er|more|less|fewer|superior|inferior) than\b", ql):
+    for m in lang.comparative_re.finditer(ql):
         word = m.group(1)
-        op = "<" if word in ("less", "fewer", "smaller", "lower", "younger", "shorter", "lighter", "slower",
-                             "weaker", "inferior", "cheaper", "earlier") else ">"
-        c.comparatives.append((op, word, m.start()))
-    for cue, op in sorted(COMPARISONS, key=lambda co: -len(co[0])):
-        for m in re.finditer(r"\b" + re.escape(cue) + r"\s+(?:the\s+)?(?:average|mean)\b", ql):
+        c.comparatives.append(("<" if lang.is_lesser_comparative(word) else ">", word, m.start()))
+    for cue, op in by_length:
+        for m in lang.versus_average_re(cue).finditer(ql):
             if not any(abs(m.start() - p) < 3 for _, p in c.vs_average):
                 c.vs_average.append((op, m.start()))
-    for m in re.finditer(r"\b(\w+er) than (?:the )?(?:average|mean)\b", ql):
+    for m in lang.comparative_average_re.finditer(ql):
         if not any(abs(m.start() - p) < 12 for _, p in c.vs_average):
-            c.vs_average.append(("<" if m.group(1) in ("younger", "smaller", "lower", "lighter", "shorter") else ">",
-                                 m.start()))
-    if c.vs_average:  # "above the average age" compares with an aggregate, not an average to report
+            c.vs_average.append(("<" if m.group(1) in lang.lesser_than_average else ">", m.start()))
+    if c.vs_average:  # "above the average weight" compares with an aggregate, not an average to report
         c.aggregates = [agg for agg in c.aggregates if agg != "AVG"]
-    c.same = bool(re.search(r"\b(same|common|shared?|both have)\b", ql)) and c.ask
+    c.same = bool(lang.same_re.search(ql)) and c.ask
     for m in _QUOTED.finditer(question):
         text = next(g for g in m.groups() if g is not None)
         c.quoted.append((text, m.start(), m.end()))
-    for wh in ("how many", "who", "when", "where", "which", "what"):
-        if re.search(r"\b" + wh + r"\b", ql):
+    for wh, pattern in lang.wh_res:
+        if pattern.search(ql):
             c.wh = wh
             break
     return c
@@ -212,48 +171,39 @@ def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
             (b.endswith(a) or (b.startswith(a) and len(a) >= 4)):
         return 0.85
     if len(span_stems) == 1 and len(name_stems) == 1 and 3 <= len(b) < len(a) - 1 and a.startswith(b):
-        return 0.82  # an abbreviated name: *con* for "constitution", *wis* for "wisdom"
-    if len(span_stems) == 1 and len(name_stems) == 1 and _consonant_skeleton(a, b):
-        return 0.8  # a name written with the word's consonants: *atk* for "attack", *pts* for "points"
+        return 0.82  # a name that is a prefix of the word: *temp* for "temperature"
     return fuzz.ratio(a, b) / 100.0
 
 
-def _consonant_skeleton(word: str, name: str) -> bool:
-    """Whether `name` (3+ letters) is `word`'s first letter followed by some of its later consonants, in order."""
-    if not 3 <= len(name) <= len(word) - 2 or name[0] != word[0] or not name.isalpha():
-        return False
-    rest = iter(ch for ch in word[1:] if ch not in "aeiou")
-    return all(ch not in "aeiou" and any(ch == w for w in rest) for ch in name[1:])
-
-
-def _acronym_score(span_stems: list[str], core: list[str]) -> float:
-    """"challenge rating" names *has CR value*, "armor class" *AC*: the span's initials are a word of the name."""
-    if not 2 <= len(span_stems) <= 4 or any(w in FUNCTION_WORDS for w in span_stems):
+def _acronym_score(span_stems: list[str], core: list[str], lang: LanguageProfile = ENGLISH) -> float:
+    """A span whose initials are a word of the name: "body mass index" names *has BMI*."""
+    if not 2 <= len(span_stems) <= 4 or any(w in lang.function_words for w in span_stems):
         return 0.0
     initials = "".join(w[0] for w in span_stems)
     return 0.9 if initials in core else 0.0
 
 
-def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8) -> list[Link]:
+def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lang: LanguageProfile = ENGLISH
+                ) -> list[Link]:
     """Classes and predicates the question names (by their labels or readable IRI names), best first."""
-    grams = [(s, e, t, stems(t)) for s, e, t in ngrams(question, 4)]
-    grams = [g for g in grams if not all(w in FUNCTION_WORDS for w in g[3])]
+    grams = [(s, e, t, lang.stems(t)) for s, e, t in ngrams(question, 4)]
+    grams = [g for g in grams if not all(w in lang.function_words for w in g[3])]
     links: list[Link] = []
     for kind, items in (("class", [(c, schema.class_label(c)) for c in schema.classes]),
                         ("predicate", [(p, i.label) for p, i in schema.predicates.items()])):
         for iri, label in items:
-            name = stems(label)
-            # "has alignment" / "ref stadium id": the name without its glue words also counts
-            core = [w for w in name if w not in ("has", "is", "ref", "value")] or name
+            name = lang.stems(label)
+            # "has weight" / "ref keeper id": the name without its glue words also counts
+            core = [w for w in name if w not in lang.name_glue_words] or name
             best: Link | None = None
             for s, e, t, st in grams:
-                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core))
+                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang))
                 if sc >= min_score and (best is None or sc > best.score or
                                         (sc == best.score and e - s > best.span[1] - best.span[0])):
                     best = Link(kind, iri, sc, (s, e), t, label=label)
             if best is not None:
                 links.append(best)
-    # a span that names a class names the class, not a key predicate spelt like it ("stadium" / *stadium id*)
+    # a span that names a class names the class, not a key predicate spelt like it ("keeper" / *keeper id*)
     cls_spans = {(lk.span, round(lk.score, 3)) for lk in links if lk.kind == "class"}
     links = [lk for lk in links if lk.kind == "class" or
              not any(sp == lk.span and sc >= lk.score for sp, sc in cls_spans)]
@@ -261,7 +211,7 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8) -> 
     return links
 
 
-def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
+def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageProfile = ENGLISH) -> list[Link]:
     """Literal values of the store the question quotes: quoted strings first, then any n-gram that equals a
     value exactly (after normalisation); numbers are left to comparisons unless a value equals them."""
     out: list[Link] = []
@@ -272,12 +222,13 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
                 or cues.between or (cues.top_k is not None and n[0] == cues.top_k)}
     for s, e, text, base in spans:
         norm = normalize(text)
-        if not norm or all(w in FUNCTION_WORDS for w in norm.split()) or s in compared:
+        if not norm or all(w in lang.function_words for w in norm.split()) or s in compared:
             continue
         year = re.fullmatch(r"1[0-9]{3}|20[0-9]{2}", norm) is not None
         hits = schema.value_hits(norm)
-        if not hits and norm.split()[-1] != singular(norm.split()[-1]):  # "volvos" -> the value "volvo"
-            hits = schema.value_hits(" ".join(norm.split()[:-1] + [singular(norm.split()[-1])]))
+        last = norm.split()[-1]
+        if not hits and last != lang.singular(last):  # "lions" -> the value "lion"
+            hits = schema.value_hits(" ".join(norm.split()[:-1] + [lang.singular(last)]))
         for hit in hits:
             key = (s, e, hit.predicate)
             if key in seen:
@@ -285,13 +236,13 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
             seen.add(key)
             numeric = re.fullmatch(r"-?\d+(\.\d+)?", norm.replace(" ", ".")) is not None
             score = base * (0.6 if numeric else 1.0) * (1.0 if len(norm) > 2 else 0.7)
-            if year:  # "produced in 1980": a year-like predicate, not a weight that happens to equal 1980
+            if year:  # "born in 2015": a year-like predicate, not a weight that happens to equal 2015
                 info = schema.predicates.get(hit.predicate)
                 score *= 1.3 if info and (info.date or "year" in info.label.split()) else 0.6
             out.append(Link("value", hit.predicate, score, (s, e), text, hit.value, hit.datatype,
                             label=schema.predicates[hit.predicate].label if hit.predicate in schema.predicates
                             else ""))
-    for text, s, e in cues.quoted:  # a quoted word inside longer values: "a song with 'Hey' in its name"
+    for text, s, e in cues.quoted:  # a quoted word inside longer values: "an enclosure with 'House' in its name"
         norm = normalize(text)
         if not norm or any(lk.span == (s, e) for lk in out):
             continue
@@ -308,9 +259,9 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
     taken = [lk.span for lk in out]
     for m in re.finditer(r"[A-Za-z]{3,}", question):
         word, span = m.group(0).lower(), (m.start(), m.end())
-        preds = _word_in_values(schema).get(word, [])
-        if not preds or word in FUNCTION_WORDS or any(overlaps(span, sp) for sp in taken) or \
-                singular(word) in _schema_words(schema):  # "stadium": the class, though stadium names hold it
+        preds = _word_in_values(schema, lang).get(word, [])
+        if not preds or word in lang.function_words or any(overlaps(span, sp) for sp in taken) or \
+                lang.singular(word) in _schema_words(schema, lang):  # a class's own word, though names hold it
             continue
         for p in preds[:2]:
             out.append(Link("value", p, PART_OF_VALUE, span, m.group(0), word, None, op="contains",
@@ -321,21 +272,21 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues) -> list[Link]:
 
 PART_OF_VALUE = 0.45  # the score of a word matched inside several values, below an exact value's
 MAX_CATEGORIES = 50  # a predicate with more distinct text values is a name, not a category
-_WORD_VALUES: dict[int, tuple[SchemaMemory, dict[str, list[str]]]] = {}
+_WORD_VALUES: dict[int, tuple[SchemaMemory, LanguageProfile, dict[str, list[str]]]] = {}
 
 
-def _schema_words(schema: SchemaMemory) -> set[str]:
+def _schema_words(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> set[str]:
     """The words of the schema's class and predicate names (singular)."""
     names = [schema.class_label(c) for c in schema.classes] + [i.label for i in schema.predicates.values()]
-    return {singular(w) for name in names for w in normalize(name).split()}
+    return {lang.singular(w) for name in names for w in normalize(name).split()}
 
 
-def _word_in_values(schema: SchemaMemory) -> dict[str, list[str]]:
+def _word_in_values(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> dict[str, list[str]]:
     """word -> predicates with at most MAX_CATEGORIES distinct text values, two or more (not all) of which have
     the word as a whole word; built once per schema memory."""
     cached = _WORD_VALUES.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
+    if cached is not None and cached[0] is schema and cached[1] is lang:
+        return cached[2]
     per_pred: dict[str, int] = {}
     per_word: dict[tuple[str, str], int] = {}
     for key, hits in schema.values.items():
@@ -344,28 +295,22 @@ def _word_in_values(schema: SchemaMemory) -> dict[str, list[str]]:
         for p, *_rest in hits:
             per_pred[p] = per_pred.get(p, 0) + 1
             for w in set(key.split()):
-                if len(w) >= 3 and w not in FUNCTION_WORDS:
+                if len(w) >= 3 and w not in lang.function_words:
                     per_word[(w, p)] = per_word.get((w, p), 0) + 1
     out: dict[str, list[str]] = {}
     for (w, p), n in sorted(per_word.items(), key=lambda kv: -kv[1]):
         if 2 <= n < per_pred[p] <= MAX_CATEGORIES:
             out.setdefault(w, []).append(p)
     _WORD_VALUES.clear()  # one schema memory at a time (a translator holds one store)
-    _WORD_VALUES[id(schema)] = (schema, out)
+    _WORD_VALUES[id(schema)] = (schema, lang, out)
     return out
 
 
-# Words that, after "most" / "least" / "second most", say how often rather than name anything ("the most common
-# alignment", "the least popular language").
-FREQUENCY_WORDS = ("common", "popular", "frequent", "frequently", "often", "usual", "prevalent", "widespread")
-
-
-def cue_spans(question: str) -> list[tuple[int, int]]:
-    """Spans of the question that are structure words, never an entity, value or item-name word."""
-    pat = (r"\b(?:most|least|second most|more|less)\s+(" + "|".join(FREQUENCY_WORDS) + r")\b|\b(rarest|commonest)\b"
-           r"|\b(greater|more|less|fewer|higher|lower|bigger|smaller|larger) than\b")
+def cue_spans(question: str, lang: LanguageProfile = ENGLISH) -> list[tuple[int, int]]:
+    """Spans of the question that are structure words, never an entity, value or item-name word: a frequency
+    word after most / least ("the most common enclosure"), a frequency superlative, a comparative before "than"."""
     out = []
-    for m in re.finditer(pat, question.lower()):
+    for m in lang.cue_span_re.finditer(question.lower()):
         g = next(i for i in (1, 2, 3) if m.group(i))
         out.append((m.start(g), m.end(g)))
     return out

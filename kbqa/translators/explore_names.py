@@ -1,8 +1,7 @@
 """Names the question writes differently from the KG: weak entity links for `explore` beyond exact mentions.
 
-Questions shorten and respell names: "charles momsen" for *Charles Bowers Momsen*, "mockingbird dont sing" for
-*Mockingbird Don't Sing*, "unforgivable blackness" for *Unforgivable Blackness: The Rise and Fall of …*,
-"mike corbett" for *Michael Corbett*. None of these is an exact n-gram match, so the mention detector misses them
+Questions shorten and respell names: "harriet osterman" for *Harriet Quill Osterman*, "sparrows dont weep" for
+*Sparrows Don't Weep*, "quiet harbour" for *Quiet Harbour: The Long Winter of …*, "tom vance" for *Thomas Vance*. None of these is an exact n-gram match, so the mention detector misses them
 (its fuzzy pass runs only when no exact span looks like a name, and scores whole runs of words). Here every
 content-word n-gram is looked up in the lexical index and a hit is kept when the n-gram is the name written
 without its apostrophes or spaces, a run of the name's words in order (a short form or a title without its
@@ -16,44 +15,49 @@ from collections.abc import Sequence
 from typing import Any
 
 from grounding.text import normalize
-from kbqa.translators.explore_link import FUNCTION_WORDS, Link
+from kbqa.translators.explore_link import Link
+from kbqa.translators.language import ENGLISH, LanguageProfile
 from kbqa.translators.mentions import tokenize
 
 MAX_TOKENS = 7  # the longest n-gram looked up
 MAX_LOOKUPS = 40  # lexical lookups per question (about 1 ms each)
 PER_SPAN = 3  # links kept per n-gram
 # Link scores by kind of match, below an exact mention's (0.2-0.6 typically): they win on relation evidence only.
-SAME_LETTERS = 0.35  # the name with its apostrophes/spaces written differently ("dont" / "don't")
+SAME_LETTERS = 0.35  # the name with its apostrophes/spaces written differently (no apostrophe)
 SUBSEQUENCE = 0.22  # times the share of the name's words the question writes
 RESPELLING = 0.18  # times the fuzzy ratio
 RESPELLING_MIN = 0.8
-# a possessive "'s" tokenises as its own word: never the end of a name
-_TRAILING = FUNCTION_WORDS | {"s"}
+
+
+def _trailing(lang: LanguageProfile) -> frozenset[str]:
+    """Words that never start or end a name: function words and the possessive suffix (its own token)."""
+    return lang.function_words | {lang.possessive_suffix}
 
 
 def _in_order(words: list[str], name: list[str]) -> bool:
-    """`words` appear in `name` in the same order (gaps allowed): "charles momsen" in "charles bowers momsen"."""
+    """`words` appear in `name` in the same order (gaps allowed): "harriet osterman" in "harriet quill osterman"."""
     it = iter(name)
     return all(w in it for w in words)
 
 
 def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
-                  avoid: Sequence[tuple[int, int]] = ()) -> list[Link]:
+                  avoid: Sequence[tuple[int, int]] = (), lang: LanguageProfile = ENGLISH) -> list[Link]:
     """Weak entity links for n-grams that name an item differently from its label (see the module docstring).
 
     `found`: links already made (their spans are not looked up again when an exact mention covers them);
     `lexicon`: the entity part of the store's lexical index; `avoid`: spans that name a class or a predicate
-    ("poker players" is the class, not a respelling of the item *poker player id 1*).
+    ("zoo keepers" is the class, not a respelling of the item *zoo keeper id 1*).
     """
+    trailing = _trailing(lang)
     toks = tokenize(question)
     exact_spans = {lk.span for lk in found}
     known = {lk.iri for lk in found}
     spans: list[tuple[int, int]] = []
     for i in range(len(toks)):
-        if toks[i][2] in _TRAILING:  # nor the start of one
+        if toks[i][2] in trailing:  # nor the start of one
             continue
         for j in range(min(len(toks), i + MAX_TOKENS), i, -1):
-            if toks[j - 1][2] in _TRAILING:
+            if toks[j - 1][2] in trailing:
                 continue
             span = (toks[i][0], toks[j - 1][1])
             if span in exact_spans or len(" ".join(t[2] for t in toks[i:j])) < 5:

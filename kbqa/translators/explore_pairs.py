@@ -6,41 +6,36 @@ sub-SELECTs combined by `(n1 / n2) * 100` or by `FILTER(n1 > n2)` under ASK."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from kbqa.translators.explore_graphs import Cond, Graph, Step, Term
 from kbqa.translators.explore_link import Cues, Link
-
-PERCENT = re.compile(r"\b(percentage|percent|proportion|share|fraction|ratio)\b|%")
-# where the base set of a percentage ends: "of <base> do/are/have … <subset>"
-VERB = re.compile(r"\b(do|does|did|are|is|were|was|have|has|had|that|who|which|can)\b")
-COUNT_WORDS = ("more", "less", "fewer", "greater", "larger", "higher", "lower", "smaller", "bigger")
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 
-def count_comparatives(question: str, cues: Cues) -> list[tuple[str, str, int]]:
+def count_comparatives(question: str, cues: Cues, lang: LanguageProfile = ENGLISH) -> list[tuple[str, str, int]]:
     """"more X than", "fewer X than", "greater than": (op, word, offset), words between the two allowed."""
     out = list(cues.comparatives)
-    for m in re.finditer(r"\b(more|less|fewer|greater|larger|higher|lower|smaller|bigger)\b(?:\s+[\w-]+){1,5}?\s+than\b",
-                         question.lower()):
+    for m in lang.count_comparative_re.finditer(question.lower()):
         if not any(abs(m.start() - p) < 3 for _, _, p in out):
-            out.append(("<" if m.group(1) in ("less", "fewer", "lower", "smaller") else ">", m.group(1), m.start()))
+            out.append(("<" if m.group(1) in lang.lesser_count_comparatives else ">", m.group(1), m.start()))
     return out
 
 
-def percent_cue(question: str) -> int | None:
+def percent_cue(question: str, lang: LanguageProfile = ENGLISH) -> int | None:
     """Where the base set of "what percentage of …" starts, or None."""
-    m = PERCENT.search(question.lower())
+    m = lang.percent_re.search(question.lower())
     return m.end() if m else None
 
 
-def percent_graphs(question: str, g: Graph) -> Iterator[Graph]:
+def percent_graphs(question: str, g: Graph, lang: LanguageProfile = ENGLISH) -> Iterator[Graph]:
     """From a plain reading (the focus items meeting every constraint): their share of the items meeting only
-    the constraints said before the verb that follows "percentage of"."""
-    start = percent_cue(question)
+    the constraints said before the verb that follows "percentage of" (where the base set ends: "of <base>
+    do/are/have … <subset>")."""
+    start = percent_cue(question, lang)
     if start is None or g.aggs or g.group or g.order or g.having or g.form != "select" or g.parts:
         return
-    m = VERB.search(question.lower(), start + 4)
+    m = lang.clause_verb_re.search(question.lower(), start + 4)
     split = m.start() if m else start  # no verb: the base set is the focus class alone
     base = [c for c in g.conds if c.span is not None and c.span[0] < split]
     if len(base) == len(g.conds):
@@ -52,16 +47,16 @@ def percent_graphs(question: str, g: Graph) -> Iterator[Graph]:
     yield out
 
 
-def count_compare_graphs(question: str, cues: Cues, g: Graph) -> Iterator[Graph]:
+def count_compare_graphs(question: str, cues: Cues, g: Graph, lang: LanguageProfile = ENGLISH) -> Iterator[Graph]:
     """From a plain reading whose constraints fall on both sides of "more … than": the count (or, with an
     average cue, the average of a numeric attribute) of the items meeting those before, against those after.
-    A constraint before "than" on a path no constraint after it uses is shared by both sides ("dragons")."""
+    A constraint before "than" on a path no constraint after it uses is shared by both sides ("penguins")."""
     if not cues.ask or g.aggs or g.group or g.order or g.having or g.form != "select" or g.parts:
         return
-    for op, word, pos in count_comparatives(question, cues):
-        if word not in COUNT_WORDS and not cues.aggregates:
+    for op, word, pos in count_comparatives(question, cues, lang):
+        if word not in lang.count_comparatives and not cues.aggregates:
             continue
-        than = question.lower().find(" than", pos)
+        than = question.lower().find(f" {lang.than_word}", pos)
         if than < 0:
             continue
         after = [c for c in g.conds if c.span is not None and c.span[0] > than]
@@ -82,10 +77,10 @@ def count_compare_graphs(question: str, cues: Cues, g: Graph) -> Iterator[Graph]
             yield out
 
 
-def entity_count_graphs(op: str, word: str, e1: Link, e2: Link, pred: str, score: dict[str, float]
-                        ) -> Iterator[Graph]:
+def entity_count_graphs(op: str, word: str, e1: Link, e2: Link, pred: str, score: dict[str, float],
+                        lang: LanguageProfile = ENGLISH) -> Iterator[Graph]:
     """"does A have more B than C": how many values of one predicate each of two items has, compared."""
-    if word not in COUNT_WORDS or op not in ("<", ">"):
+    if word not in lang.count_comparatives or op not in ("<", ">"):
         return
     parts = [Graph("class", conds=[Cond((Step(pred, False),), "=", Term("iri", e.iri, label=e.label or e.text),
                                         text=e.text, score=e.score, span=e.span)], aggs=[("COUNT", None)])

@@ -19,6 +19,7 @@ from typing import Any
 
 from kbqa.translators.explore_graphs import Graph
 from kbqa.translators.explore_link import read_cues
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 PRIOR_FORMAT = "structure-prior/1"
 DEFAULT_PRIOR_PATH = Path(__file__).with_name("explore_structure_prior.json")
@@ -141,22 +142,19 @@ def load_prior(path: str | None = None) -> StructurePrior | None:
 
 # Spider4SPARQL train has no yes/no question: on one the prior knows nothing and stays silent (the feature is 0
 # for every candidate, so the other features decide between ASK and the rest).
-_YES_NO = {"is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
-           "should", "shall", "may", "might", "must", "am"}
-
-
-def _yes_no(question: str) -> bool:
+def _yes_no(question: str, lang: LanguageProfile = ENGLISH) -> bool:
     words = re.findall(r"[a-z]+", question.lower())
-    return bool(words) and words[0] in _YES_NO
+    return bool(words) and words[0] in lang.yes_no_first_words
 
 
-def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None) -> None:
+def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None,
+                     lang: LanguageProfile = ENGLISH) -> None:
     """Set feature `struct_prior` on every candidate: P(its shape | the question); nothing without a prior."""
     prior = prior or load_prior()
-    if prior is None or not pool or _yes_no(question):
+    if prior is None or not pool or _yes_no(question, lang):
         return
     probs = prior.predict(question)
-    cues = read_cues(question)
+    cues = read_cues(question, lang)
     if max(probs, key=probs.get) == "list" and (cues.aggregates or cues.superlative or cues.count or cues.group):
         return  # the cue reader read a shape word the prior's vocabulary lacks ("mean", "rarest"): it stays silent
     for g in pool:

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
 from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
-from kbqa.translators.explore_link import FUNCTION_WORDS, Cues, Link, cue_spans, overlaps
+from kbqa.translators.explore_link import Cues, Link, cue_spans, overlaps
 from kbqa.translators.explore_paths import SchemaPaths
+from kbqa.translators.language import ENGLISH, LanguageProfile
 
 MAX_FOCUS = 3
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
-MIN_NAMED = 3  # items whose names must contain a word before it reads as a kind of item ("trolls")
+MIN_NAMED = 3  # items whose names must contain a word before it reads as a kind of item ("penguins")
 # Classes of the modelling vocabulary itself (every individual of an OWL file is an owl:NamedIndividual):
 # never what a question is about.
 META_NAMESPACES = ("http://www.w3.org/2002/07/owl#", "http://www.w3.org/2000/01/rdf-schema#",
@@ -39,12 +40,13 @@ class Anchors:
     predicates: list[Link]
     values: list[Link]
     entities: list[Link]
+    lang: LanguageProfile = ENGLISH  # the words the question was read with
 
     def content_words(self) -> list[tuple[int, int]]:
         import re
 
         return [(m.start(), m.end()) for m in re.finditer(r"\w+", self.question)
-                if m.group(0).lower() not in FUNCTION_WORDS]
+                if m.group(0).lower() not in self.lang.function_words]
 
 
 class Search:
@@ -60,7 +62,7 @@ class Search:
     # ---- the families ------------------------------------------------------------------------------
     def candidates(self, a: Anchors) -> Iterator[Graph]:
         self.deadline = time.perf_counter() + self.budget_s
-        taken = cue_spans(a.question)  # "the most common alignment": *common* is the cue, not the language
+        taken = cue_spans(a.question, a.lang)  # "the most common enclosure": *common* is the cue, not a name
         a.entities = [lk for lk in a.entities if not any(overlaps(lk.span, sp) for sp in taken)]
         a.values = [lk for lk in a.values if not any(overlaps(lk.span, sp) for sp in taken)]
         n = 0
@@ -79,13 +81,13 @@ class Search:
         """Each class graph, and after a plain reading its percentage and count-comparison readings."""
         from kbqa.translators.explore_pairs import count_compare_graphs, percent_cue, percent_graphs
 
-        pct = percent_cue(a.question) is not None
+        pct = percent_cue(a.question, a.lang) is not None
         for g in graphs:
             if pct:  # a reading that is no percentage leaves the cue unread
                 g.features["cue_miss"] = g.features.get("cue_miss", 0.0) + 1.0
             yield g
-            yield from percent_graphs(a.question, g)
-            yield from count_compare_graphs(a.question, a.cues, g)
+            yield from percent_graphs(a.question, g, a.lang)
+            yield from count_compare_graphs(a.question, a.cues, g, a.lang)
 
     def _focus_classes(self, a: Anchors) -> list[tuple[str, float, Link | None]]:
         out: dict[str, tuple[float, Link | None]] = {}
@@ -98,7 +100,7 @@ class Search:
                 s = 0.5 * lk.score
                 if d in self.schema.classes and s > out.get(d, (0.0, None))[0]:
                     out[d] = (s, None)
-        for lk in a.entities[:3]:  # "creatures speaking draconic": the classes of what points at the entity
+        for lk in a.entities[:3]:  # "animals kept by Anna": the classes of what points at the entity
             q = (f"SELECT ?c (COUNT(?x) AS ?n) WHERE {{ ?x ?p <{lk.iri}> . ?x <{self.schema.type_predicate}> ?c }} "
                  f"GROUP BY ?c ORDER BY DESC(?n) LIMIT 4")
             for row in self._rows(q):
@@ -116,8 +118,8 @@ class Search:
                 spans = used + cspans
                 attrs = self._attributes(a, focus, spans)
                 for shape in self._shapes(a, focus, attrs, spans):
-                    # "speak sylvan and elven languages": "has some language" beside "has the language elven"
-                    # only repeats each item once per language it has (and inflates a COUNT)
+                    # "eat herring and krill food": "eats some food" beside "eats the food herring" only
+                    # repeats each item once per food it eats (and inflates a COUNT)
                     if any(c.op == "exists" and not c.negated and any(
                             d.op == "=" and not d.negated and d.path == c.path for d in conds) for c in shape.conds):
                         continue
@@ -181,7 +183,8 @@ class Search:
             if not combo:
                 yield [], [], 0.0
                 continue
-            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question, lists=not a.cues.ask)
+            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question, lists=not a.cues.ask,
+                                     lang=a.lang)
             if sum(1 for c in conds if c.path == () and c.op == "=") > 1:
                 continue  # the focus cannot be two items at once
             yield conds, spans, sum(c.score for c in conds) / len(conds)
@@ -193,25 +196,23 @@ class Search:
 
     def _name_words(self, a: Anchors, focus: str, taken: list[tuple[int, int]]
                     ) -> list[tuple[Cond, tuple[int, int]]]:
-        """"zombies with chaotic alignment", where the KG has no class *zombie* but its items are named so: a
-        word nothing else links, contained in the names of some (not all) items of the focus class."""
+        """"penguins kept by Omar", where the KG has no class *penguin* but its items are named so: a word
+        nothing else links, contained in the names of some (not all) items of the focus class."""
         import re
 
-        from kbqa.translators.explore_link import singular
-
-        linked = taken + cue_spans(a.question) + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
+        linked = taken + cue_spans(a.question, a.lang) + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
         total = self.schema.classes.get(focus, {}).get("count", 0)
         out: list[tuple[Cond, tuple[int, int]]] = []
         for m in re.finditer(r"[A-Za-z]{4,}", a.question):
             word = m.group(0).lower()
-            if word in FUNCTION_WORDS or any(overlaps((m.start(), m.end()), sp) for sp in linked) or len(out) >= 2:
+            if word in a.lang.function_words or any(overlaps((m.start(), m.end()), sp) for sp in linked) or len(out) >= 2:
                 continue
-            for form in dict.fromkeys((singular(word), word)):
+            for form in dict.fromkeys((a.lang.singular(word), word)):
                 q = (f"SELECT (COUNT(?x) AS ?n) WHERE {{ ?x <{self.schema.type_predicate}> <{focus}> "
                      f"FILTER(CONTAINS(LCASE(STR(?x)), \"{form}\")) }}")
                 rows = self._rows(q)
                 n = int(rows[0][0]["value"]) if rows and rows[0] and rows[0][0] else 0
-                # a word in one or two names is an accident of naming ("creature" in one long name), not a kind
+                # a word in one or two names is an accident of naming (one long name holds it), not a kind
                 if MIN_NAMED <= n and (not total or n <= 0.5 * total):
                     out.append((Cond((), "contains", Term("literal", form, label=form), text=word, score=0.5,
                                      name_filter=True, span=(m.start(), m.end())), (m.start(), m.end())))
@@ -219,7 +220,7 @@ class Search:
         return out
 
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
-        # ?d 2: the entity is itself one of the focus items ("the maximum constitution of Kraken and Leviathan")
+        # ?d 2: the entity is itself one of the focus items ("the maximum weight of Leo and Zara")
         q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ <{entity}> <{self.schema.type_predicate}> <{focus}> BIND(2 AS ?d) "
              f"BIND(<{self.schema.type_predicate}> AS ?p) }} UNION "
              f"{{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
@@ -239,7 +240,7 @@ class Search:
             if info is None or not (info.literal or self._categorical(lk.iri)):
                 continue
             if lk.iri == self.schema.type_predicate and any(0 <= lk.span[0] - c.span[1] <= 1 for c in a.classes):
-                continue  # "alignment type", "pet type": the word after a class name says "that class"
+                continue  # "enclosure type": the word after a class name says "that class"
             paths = self.paths.to_predicate(focus, lk.iri)
             if paths:
                 out.append((paths[0], lk))
@@ -252,7 +253,7 @@ class Search:
         return sorted(best.values(), key=lambda pl: pl[1].span[0])
 
     def _categorical(self, pred: str) -> bool:
-        """An IRI-valued predicate whose objects are a few shared values (an alignment, a language), not rows
+        """An IRI-valued predicate whose objects are a few shared values (a colour, a language), not rows
         of another table: on average each object is used at least three times."""
         info = self.schema.predicates[pred]
         objects = sum(self.schema.classes.get(c, {}).get("count", 0) for c in info.ranges) or info.iris
@@ -266,12 +267,11 @@ class Search:
 
     def _compare_graphs(self, a: Anchors) -> Iterator[Graph]:
         """Two items compared on one predicate: "is X faster than Y" (ASK X.p > Y.p), "do X and Y have the
-        same alignment" / "any common language" (ASK X.p = Y.p)."""
+        same keeper" / "any common enclosure" (ASK X.p = Y.p)."""
         from kbqa.translators.explore_pairs import count_comparatives, entity_count_graphs
-        from kbqa.translators.explore_shapes import IMPLIED
 
         cues = a.cues
-        counted = count_comparatives(a.question, cues) if cues.ask else []
+        counted = count_comparatives(a.question, cues, a.lang) if cues.ask else []
         if not (cues.comparatives or cues.same or counted):
             return
         ents: list[Link] = []
@@ -285,7 +285,7 @@ class Search:
         shared = [r[0]["value"] for r in self._rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
         linked = {lk.iri: lk.score for lk in a.predicates}
         for op, word in ([(o, w) for o, w, _ in cues.comparatives or counted] or [("=", "same")]):
-            noun = next((n for stem, n in IMPLIED.items() if word.startswith(stem)), None)
+            noun = a.lang.implied_attribute(word)
             for p in shared:
                 info = self.schema.predicates[p]
                 if op != "=" and not info.numeric:
@@ -294,7 +294,7 @@ class Search:
                         spans = [e1.span, e2.span] + [lk.span for lk in a.predicates + a.classes
                                                       if lk.iri == p or lk.iri in info.ranges]
                         yield from entity_count_graphs(op, word, e1, e2, p, {"rel_lex": named,
-                                                                         "coverage": _coverage(a, spans)})
+                                                                         "coverage": _coverage(a, spans)}, a.lang)
                     continue
                 implied = bool(noun and noun in info.label.split())
                 if p not in linked and not implied:
@@ -370,9 +370,9 @@ class _Shape:
         self.features = self.features or {}
 
 
-def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, lists: bool = True
-              ) -> tuple[list[Cond], list[tuple[int, int]]]:
-    """Two values of the same path joined by "or" ("in 2014 or 2015") become one `IN` constraint; with `lists`,
+def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, lists: bool = True,
+              lang: LanguageProfile = ENGLISH) -> tuple[list[Cond], list[tuple[int, int]]]:
+    """Two values of the same path joined by "or" ("in 2015 or 2017") become one `IN` constraint; with `lists`,
     so do focus items joined by "and" ("the average age of X and Y"; a yes/no question means both, not either)."""
     out: list[Cond] = []
     out_spans: list[tuple[int, int]] = []
@@ -381,7 +381,8 @@ def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, li
         gap = f" {question[out_spans[-1][1]:sp[0]].lower()} " if out_spans else ""
         # "X or Y" on one path is either value; "X and Y" of the focus items themselves lists them
         if (prev is not None and prev.op in ("=", "in") and c.op == "=" and prev.path == c.path and c.value
-                and (" or " in gap or (lists and c.path == () and (" and " in gap or gap.strip() == ",")))):
+                and (f" {lang.or_word} " in gap or (lists and c.path == () and (f" {lang.and_word} " in gap
+                                                                              or gap.strip() == ",")))):
             vals = prev.values or ([prev.value] if prev.value else [])
             out[-1] = Cond(prev.path, "in", prev.value, text=f"{prev.text} or {c.text}", score=prev.score,
                            values=vals + [c.value], span=prev.span)

@@ -9,21 +9,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kbqa.translators.explore_graphs import Cond, Path, Step, Term
-from kbqa.translators.explore_link import TEMPORAL, Link, cue_spans, stems
+from kbqa.translators.explore_link import Link, cue_spans
 
 if TYPE_CHECKING:
     from kbqa.translators.explore_search import Anchors, Search, _Shape
 
 Attr = tuple[Path, Link]
-# Superlatives and comparatives that name their attribute by themselves ("the youngest dog" orders by age).
-IMPLIED = {"young": "age", "old": "age", "heav": "weight", "light": "weight", "tall": "height", "short": "height",
-           "long": "length", "fast": "speed", "slow": "speed", "cheap": "price", "expensive": "price",
-           "earl": "year", "lat": "year", "new": "year", "big": "size", "larg": "size", "small": "size"}
 
 
-def _implied(s: Search, focus: str, word: str, pos: int) -> list[Attr]:
-    """Numeric attributes of the focus that a superlative implies ("youngest" -> *age*, *pet age*)."""
-    noun = next((n for stem, n in IMPLIED.items() if word.startswith(stem)), None)
+def _implied(s: Search, a: Anchors, focus: str, word: str, pos: int) -> list[Attr]:
+    """Numeric attributes of the focus that a superlative implies ("heaviest" -> *weight*, *body weight*); the
+    language profile's `implied_attributes` says which noun each superlative implies."""
+    noun = a.lang.implied_attribute(word)
     if noun is None:
         return []
     out = []
@@ -53,7 +50,7 @@ def _number_term(s: Search, path: Path, value: float) -> Term:
 
 
 def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
-    """Readings of "more than 20", "before 1980", "between 3 and 7": (conditions, attributes they use, score)."""
+    """Readings of "more than 20", "before 2016", "between 3 and 7": (conditions, attributes they use, score)."""
     cues = a.cues
     if cues.vs_average:
         out = []
@@ -68,7 +65,7 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
         return [([], [], 0.0)]
     numeric_attrs = [x for x in attrs if _numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
                                                                  s.schema.predicates[x[0][-1].pred].date)]
-    if not numeric_attrs:  # "cars before 1980": no attribute named; try the focus's year-like or numeric predicates
+    if not numeric_attrs:  # "animals before 2016": no attribute named; try the focus's year-like or numeric ones
         cands = []
         for p in s.schema.predicates_of(focus):
             info = s.schema.predicates[p]
@@ -86,8 +83,8 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
         conds, used = [], []
         for op, value, pos in cues.comparisons:
             if _number_names_class(a, value, pos):
-                continue  # "more than 3 models": a count of related items (HAVING), not an attribute
-            temporal = a.question.lower()[pos:].startswith(TEMPORAL)
+                continue  # "more than 2 animals": a count of related items (HAVING), not an attribute
+            temporal = a.question.lower()[pos:].startswith(a.lang.temporal_cues)
             ranked = _near(temporal_attrs, pos) if temporal and temporal_attrs else _near(numeric_attrs, pos)
             x = ranked[min(choice, len(ranked) - 1)]
             conds.append(Cond(x[0], op, _number_term(s, x[0], value), text=f"{op} {value:g}", span=(pos, pos + 1)))
@@ -95,7 +92,7 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
         if cues.between:
             x = _near(numeric_attrs, 0)[min(choice, len(numeric_attrs) - 1)]
             lo, hi = cues.between
-            at = a.question.lower().find("between ")
+            at = a.question.lower().find(a.lang.between_words[0] + " ")
             conds += [Cond(x[0], ">=", _number_term(s, x[0], lo), span=(at, at + 1)),
                       Cond(x[0], "<=", _number_term(s, x[0], hi), span=(at, at + 1))]
             used.append(x)
@@ -117,7 +114,7 @@ def _year_like(s: Search, focus: str, attrs: list[Attr]) -> list[Attr]:
 
 
 def _number_names_class(a: Anchors, value: float, pos: int) -> bool:
-    """Whether the number after the cue at `pos` counts items of a class the question names ("3 models")."""
+    """Whether the number after the cue at `pos` counts items of a class the question names ("2 animals")."""
     nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
     if not nums:
         return False
@@ -127,7 +124,7 @@ def _number_names_class(a: Anchors, value: float, pos: int) -> bool:
 
 def _having(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]]
             ) -> list[tuple[str, float, Path, tuple[int, int]]]:
-    """"makers with more than 3 models": (op, number, path to the counted class, its span) per reading."""
+    """"keepers with more than 2 animals": (op, number, path to the counted class, its span) per reading."""
     out = []
     for op, value, pos in a.cues.comparisons:
         nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
@@ -143,7 +140,7 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
     from kbqa.translators.explore_search import _Shape
 
     cues, q = a.cues, " " + a.question.lower() + " "
-    distinct = " distinct " in q or " different " in q
+    distinct = any(k in q for k in a.lang.distinct_cues)
     related = _related_classes(s, a, focus, spans)
     for conds, cmp_used, cmp_score in _comparisons(s, a, focus, attrs):
         free = [x for x in attrs if x not in cmp_used]
@@ -160,11 +157,11 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
             if cues.count:
                 yield _Shape([()], aggs=[("COUNT", None)], conds=cc, spans=used_spans,
                              features={**f0, "cue_ok": 1.0, "cue_miss": float(bool(cues.aggregates))})
-                for path, _lk, cls_span in related:  # "how many concerts does each stadium have"
+                for path, _lk, cls_span in related:  # "how many animals does each keeper look after"
                     if cues.group or cues.superlative:
                         yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
                 if cues.group and free:
-                    for x in free[:2]:  # "number of employees in each city": group by an attribute
+                    for x in free[:2]:  # "the number of animals per species": group by an attribute
                         yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, conds=cc,
                                      spans=used_spans + [x[1].span], features={**f0, "cue_ok": 2.0})
             if cues.aggregates:
@@ -182,7 +179,7 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 desc = cues.superlative == "desc"
                 pos = a.question.lower().find(cues.superlative_word)
                 numeric = [x for x in _near(free, pos, after=True) if _numeric(s, x[0])][:2]
-                numeric += _implied(s, focus, cues.superlative_word, pos)
+                numeric += _implied(s, a, focus, cues.superlative_word, pos)
                 # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
                 value_asked = bool(cues.aggregates) and cues.wh in ("what", "how many") and not cues.top_k
                 for key in numeric:
@@ -191,17 +188,18 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                     yield _Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
                                  conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
                                  features={**f0, "cue_ok": 0.5 if value_asked else 1.5 if right_after else 1.0})
-                for path, _lk, cls_span in related:  # "the stadium with the most concerts"
+                for path, _lk, cls_span in related:  # "the keeper who looks after the most animals"
                     yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
-                often = [sp for sp in cue_spans(a.question) if not a.question[sp[1]:].lstrip().startswith("than")]
+                often = [sp for sp in cue_spans(a.question, a.lang)
+                         if not a.question[sp[1]:].lstrip().startswith(a.lang.than_word)]
                 # "the most common", "the rarest": the class named nearest the cue is what is counted per value
-                if often or " most " in q:  # "the most common nationality": group by the attribute
-                    sure = bool(often) or " number of " in q
+                if often or a.lang.most_word in q:  # "the most common species": group by the attribute
+                    sure = bool(often) or a.lang.number_of_cue in q
                     for x in free[:2]:
                         yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
                                      conds=cc, spans=used_spans + [x[1].span],
                                      features={**f0, "cue_ok": 1.0 if sure else 0.4})
-                    for path, _lk, cls_span in (related if often else []):  # "the most common alignment":
+                    for path, _lk, cls_span in (related if often else []):  # "the most common enclosure":
                         # the related item (a class the question names) that most focus items reach
                         near = min(a.classes, key=lambda c: min(abs(c.span[0] - often[0][1]),
                                                                 abs(often[0][0] - c.span[1])))
@@ -209,10 +207,10 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                                      conds=cc, spans=used_spans + [cls_span],
                                      features={**f0, "cue_ok": 2.5 if near.span == cls_span else 1.5})
             if cues.order and free:
-                by = q.find(" by ")
+                by = q.find(a.lang.group_by_word)
                 keys = _near(free, by if by >= 0 else len(q), after=True)[:2]
                 for key in keys:
-                    # "show name, country, age … ordered by age": a key the question also lists is shown too
+                    # "the name and weight … sorted by weight": a key the question also lists is shown too
                     listed = by >= 0 and re.search(r"\b" + re.escape(key[1].text.lower()) + r"\b", q[:by])
                     shown = [p for p in free_paths if p != key[0] or listed]
                     yield _Shape([()] + shown, order=(key[0], cues.order == "desc"), conds=cc,
@@ -229,7 +227,7 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
 
 def _group_count(shape_cls: type, free: list[Attr], path: Path, conds: list[Cond], spans: list[tuple[int, int]],
                  f0: dict[str, float], cues: object) -> Iterator[_Shape]:
-    """Count related items per focus item ("number of concerts in each stadium"), highest first when asked."""
+    """Count related items per focus item ("the number of animals of each keeper"), highest first when asked."""
     shown = [x[0] for x in free] or [()]
     sup = getattr(cues, "superlative", None)
     order = (None, sup == "desc") if sup else None
@@ -244,10 +242,10 @@ def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, i
     for lk in a.classes:
         if lk.iri == focus or any(lk.span == sp for sp in spans):
             continue
-        # "neutral good alignment", "aklo language" (the entity's span may have taken the word, when the word is
-        # the class's name: "keep" after a keeper's name is a verb): the word names the item's class, not a count
+        # "herring food" (the entity's span may have taken the word, when the word is the class's name: "keep"
+        # after a keeper's name is a verb): the word names the item's class, not a count
         if any(0 <= lk.span[0] - e.span[1] <= 1 or (e.span[0] < lk.span[0] and e.span[1] == lk.span[1] and
-                                                    stems(lk.text) == stems(s.schema.class_label(lk.iri)))
+                                                    a.lang.stems(lk.text) == a.lang.stems(s.schema.class_label(lk.iri)))
                for e in a.entities):
             continue
         paths = s.paths.to_class(focus, lk.iri)
@@ -258,7 +256,7 @@ def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, i
 
 def _negations(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]],
                spans: list[tuple[int, int]]) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
-    """"stadiums without any concert", "people that are not poker players": no path to a related class."""
+    """"keepers without any animal", "animals that are not kept by a keeper": no path to a related class."""
     out: list[tuple[list[Cond], float, list[tuple[int, int]]]] = [([], 0.0, [])]
     if not a.cues.negation:
         return out
@@ -270,5 +268,5 @@ def _negations(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link
 
 def _exists(related: list[tuple[Path, Link, tuple[int, int]]]
             ) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
-    """"students who have a pet": a path to a related class the question names."""
+    """"keepers who look after an animal": a path to a related class the question names."""
     return [([Cond(path, "exists", None, text=lk.text, span=span)], 0.0, [span]) for path, lk, span in related if path]

@@ -21,14 +21,14 @@ from grounding.lexical_index import LexicalIndex
 from grounding.text import normalize
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
+from kbqa.translators.language import ENGLISH
 
 log = logging.getLogger(__name__)
 
 MAX_SPAN_TOKENS = 8
-# Words that start questions or glue them; never a whole mention unless the prior says otherwise.
-STOPWORDS = frozenset("""a an the of in on at to for by from with and or is are was were be been being do does did
-what which who whom whose where when why how that this these those it its his her their there here as into
-about s name named some any film book album song""".split())
+# Words that start questions or glue them; never a whole mention unless the prior says otherwise (the English
+# profile's list, language.py; the cases translator imports it under this name).
+STOPWORDS = ENGLISH.mention_stopwords
 # A fuzzy match counts only above this similarity (rapidfuzz ratio in [0, 1]).
 FUZZY_MIN = 0.86
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
