@@ -41,7 +41,7 @@ class Cues:
     numbers: list[tuple[float, int, int]] = field(default_factory=list)  # (value, start, end)
     quoted: list[tuple[str, int, int]] = field(default_factory=list)
     comparatives: list[tuple[str, str, int]] = field(default_factory=list)  # (op, word, offset): "faster than"
-    same: bool = False  # "the same alignment", "any common language"
+    same: bool = False  # "the same keeper", "any common enclosure"
     vs_average: list[tuple[str, int]] = field(default_factory=list)  # (op, offset): "older than (the) average"
     wh: str = ""  # who | when | where | how many | which | what
 

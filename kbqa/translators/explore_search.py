@@ -168,7 +168,7 @@ class Search:
                     strong.append(lk.span)
         per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
         for reading in self._name_words(a, focus, strong):
-            # a weak entity link on the same words ("spiders" / *Spindler*) stays an alternative to the name word
+            # a weak entity link on the same words ("lions" / *Lionel*) stays an alternative to the name word
             same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
             if same:
                 same[0].append(reading)

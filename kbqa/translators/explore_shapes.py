@@ -181,7 +181,7 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 numeric = [x for x in _near(free, pos, after=True) if _numeric(s, x[0])][:2]
                 numeric += _implied(s, a, focus, cues.superlative_word, pos)
                 # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
-                value_asked = bool(cues.aggregates) and cues.wh in ("what", "how many") and not cues.top_k
+                value_asked = bool(cues.aggregates) and cues.wh in a.lang.value_wh_words and not cues.top_k
                 for key in numeric:
                     shown = [p for p in free_paths if p != key[0]] or [()]
                     right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20

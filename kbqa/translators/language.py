@@ -83,6 +83,7 @@ class LanguageProfile:
     article: str  # "the" between a cue and what it reads
     same_words: tuple[str, ...]  # "the same keeper", "any common enclosure"
     wh_words: tuple[str, ...]  # in order of precedence
+    value_wh_words: tuple[str, ...]  # wh-words that ask for a value ("what is the maximum X"), not for items
     distinct_cues: tuple[str, ...]
     frequency_words: tuple[str, ...]  # after most/least: how often, not a name ("most common")
     frequency_leads: tuple[str, ...]
@@ -229,9 +230,6 @@ class LanguageProfile:
     def value_cue_re(self) -> re.Pattern[str]:
         return re.compile(rf"\b({'|'.join(self.value_cue_words)})\b")
 
-    def word_re(self, words: tuple[str, ...]) -> list[re.Pattern[str]]:
-        return [re.compile(rf"\b{w}\b") for w in words]
-
 
 _COMMON = """a an the of in on at to for by from with and or is are was were be been being do does did what which who
 whom whose where when why how that this these those it its his her their there here as into about"""
@@ -291,6 +289,7 @@ ENGLISH = LanguageProfile(
     article="the",
     same_words=("same", "common", "shared?", "both have"),
     wh_words=("how many", "who", "when", "where", "which", "what"),
+    value_wh_words=("what", "how many"),
     distinct_cues=(" distinct ", " different "),
     frequency_words=("common", "popular", "frequent", "frequently", "often", "usual", "prevalent", "widespread"),
     frequency_leads=("most", "least", "second most", "more", "less"),
