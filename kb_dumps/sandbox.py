@@ -23,7 +23,10 @@ CLONE_NEWNET = 0x40000000
 
 
 def isolate_network() -> str:
-    """Cut this process off from the network. Returns "netns" when done, else why not (it keeps running)."""
+    """Cut this process off from the network. Returns "netns" when done, else why not (it keeps running).
+    KBQA_NO_NETNS=1 skips it, as on a platform without network namespaces (the tests run both ways)."""
+    if os.environ.get("KBQA_NO_NETNS", "") not in ("", "0"):
+        return "not isolated: KBQA_NO_NETNS is set"
     if not sys.platform.startswith("linux"):
         return f"not isolated: no network namespaces on {sys.platform}"
     try:

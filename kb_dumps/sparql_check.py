@@ -1,24 +1,37 @@
-"""The safety check of a query, decided from a parse (rdflib's SPARQL grammar), never from its text.
+"""The safety check of a query, decided from the tokens Oxigraph reads (kb_dumps/sparql_lex.py), never from a mask.
 
-A query is refused before it runs when its syntax tree holds a `SERVICE` (pyoxigraph would call the
-network), when it is an update, or when the checker's parser cannot read it: a query this parser does
-not understand cannot be shown to be safe, and pyoxigraph might read it differently (that is how
-`ex:p\\#` once hid a SERVICE from a masking regex). The query workers are also cut off from the
-network (kb_dumps/sandbox.py) for what a parser disagreement could still let through.
+A query is refused before it runs when Oxigraph would read a `SERVICE` in it (it would call the network), when
+it is an update, when it has no query form, or when its text can be read two ways (`Ambiguous`: a comment a
+`\\r` ends, a `\\u` escape outside strings and IRIs, …). Oxigraph matches keywords without a word boundary
+(`trueSERVICE<…>{…}` is `true` then `SERVICE`), so any word or prefix that holds "service" is refused.
+Whether the rest of the query is well-formed is for Oxigraph's own parser to say when the query runs.
+
+The scan is linear and takes no lock: it runs in the caller, within the size bound of the request, in well
+under a millisecond per kilobyte. Depth and length bounds stop a query that would overflow the engine's
+recursive parser or evaluator (a worker death) before it runs. What goes to a remote endpoint is `sent`, the
+query re-written from these tokens, so that an engine that lexes differently reads the same query.
+The query workers are also cut off from the network (kb_dumps/sandbox.py) where the OS allows it.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
+import os
 from dataclasses import dataclass
-from typing import Any
 
 from kb_dumps.errors import QueryError
+from kb_dumps.sparql_lex import Ambiguous, Token, canonical, prefixes, tokenize
 
 WIKIBASE_ONTOLOGY = "http://wikiba.se/ontology#"
-_LOCK = threading.Lock()  # pyparsing's packrat cache is shared state: one parse at a time per process
-_PARSER: Any = None
+FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
+UPDATE_WORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD", "WITH")
+# Oxigraph's parser and evaluator recurse per nesting level and per operator of one expression: past these
+# bounds the worker's stack overflows (a crash, not an error), so the check refuses first.
+# (measured on pyoxigraph 0.5 with an 8 MB stack: 5,000 chained `+` or 1,000 nested brackets run, 10,000 / 5,000 crash)
+MAX_DEPTH = int(os.environ.get("KBQA_QUERY_MAX_DEPTH", 200))  # open brackets at once
+MAX_OPERATORS = int(os.environ.get("KBQA_QUERY_MAX_OPERATORS", 2000))  # operators along one path of open brackets
+_OPERATORS = {"+", "-", "*", "/", "&&", "||", "=", "!=", "<", ">", "<=", ">=", "!", "|", "^"}
+_CHAINING_WORDS = {"UNION", "OPTIONAL", "MINUS", "FILTER", "BIND", "VALUES", "GRAPH"}  # each nests the group once more
 
 
 @dataclass(frozen=True)
@@ -27,109 +40,119 @@ class QueryFacts:
 
     form: str  # select | ask | construct | describe
     has_dataset: bool  # FROM / FROM NAMED: the query names its own dataset
+    sent: str = ""  # the query re-written from its tokens: what goes to a remote endpoint
 
 
 class RefusedQuery(QueryError):
-    """A query refused before it runs. `refusal`: service | update | unparsable (the server maps it to 400 / 403)."""
+    """A query refused before it runs. `refusal`: service | update | unparsable | ambiguous | complex (the
+    server maps update to 403, the others to 400)."""
 
     def __init__(self, message: str, refusal: str):
         super().__init__(message, stage="execute")
         self.refusal = refusal
 
 
-def _service_post_parse(self: Any, instring: str, loc: int, tokens: Any) -> Any:
-    """rdflib's ServiceGraphPattern action re-searches the *whole* query for a service clause to keep its text
-    (`service_string`, only used to forward the clause to the remote host): with a `#` inside an earlier IRI
-    the search fails and a valid query does not parse, and with many clauses it is quadratic. Nothing here runs
-    SERVICE, so the node is built from the tokens alone."""
-    from rdflib.plugins.sparql.parserutils import CompValue, ParamValue
-
-    res = CompValue(self.name)
-    for t in tokens:
-        if isinstance(t, ParamValue):
-            res[t.name] = t.tokenList
-    return res
-
-
-def _parser() -> Any:
-    global _PARSER
-    if _PARSER is None:
-        from rdflib.plugins.sparql import parser
-
-        parser.ServiceGraphPattern.postParse = _service_post_parse.__get__(parser.ServiceGraphPattern)
-        _PARSER = parser
-    return _PARSER
-
-
-def _walk(tree: Any) -> Any:
-    """Every node of an rdflib parse tree (iteratively: a deeply nested query must not overflow the stack)."""
-    from pyparsing import ParseResults
-
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, dict):  # CompValue is an OrderedDict
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple, ParseResults)):
-            stack.extend(node)
-
-
-def _field(node: Any, key: str) -> Any:
-    """A CompValue's field, or None: CompValue.get returns the *key name* for a missing key."""
-    return node[key] if key in node else None
-
-
-def _prefixes(prologue: Any) -> dict[str, str]:
-    return {_field(d, "prefix") or "": str(d["iri"]) for d in prologue if getattr(d, "name", "") == "PrefixDecl"}
-
-
-def _is_label_service(term: Any, prefixes: dict[str, str]) -> bool:
+def _is_label_service(target: Token | None, declared: dict[str, str]) -> bool:
     """`wikibase:label` (undeclared: WDQS predeclares it) or its full IRI."""
-    from rdflib.term import URIRef
-
-    if isinstance(term, URIRef):
-        return str(term) == WIKIBASE_ONTOLOGY + "label"
-    if getattr(term, "name", "") == "pname" and _field(term, "localname") == "label":
-        prefix = _field(term, "prefix") or ""
-        return prefixes.get(prefix, WIKIBASE_ONTOLOGY if prefix == "wikibase" else "") == WIKIBASE_ONTOLOGY
+    if target is None:
+        return False
+    if target.kind == "iri":
+        return target.value == WIKIBASE_ONTOLOGY + "label"
+    if target.kind == "pname":
+        prefix, _, local = target.text.partition(":")
+        base = declared.get(prefix, WIKIBASE_ONTOLOGY if prefix == "wikibase" else "")
+        return local == "label" and base == WIKIBASE_ONTOLOGY
     return False
 
 
-def _parse_error(e: Exception) -> str:
-    text = str(e).split("\n")[0]
-    return text[:300]
+def _service_target(tokens: list[Token], i: int) -> Token | None:
+    """The token after `SERVICE [SILENT]` at i, when the keyword is written as a word of its own."""
+    j = i + 1
+    if j < len(tokens) and tokens[j].kind == "word" and tokens[j].text.upper() == "SILENT":
+        j += 1
+    return tokens[j] if j < len(tokens) and tokens[i].text.upper() == "SERVICE" else None
 
 
-@functools.lru_cache(maxsize=2048)
+def _refuse_service(label: bool) -> RefusedQuery:
+    if label:
+        return RefusedQuery("SERVICE wikibase:label is refused: only a Wikidata Query Service endpoint understands "
+                            "it; ask for rdfs:label explicitly", "service")
+    return RefusedQuery("SERVICE is refused: queries run offline on the local store; remove the SERVICE clause "
+                        "(for wikibase:label, ask for rdfs:label explicitly)", "service")
+
+
+def _bounds(tokens: list[Token]) -> None:
+    """Nesting depth, and operators along one path of open brackets (a left-deep chain in the engine's tree)."""
+    depth = 0
+    operators = [0]  # per open bracket
+    along = 0  # sum of `operators`
+    for t in tokens:
+        if t.kind == "word":
+            if t.text.upper() not in _CHAINING_WORDS:
+                continue
+        elif t.kind != "punct":
+            continue
+        elif t.text in ("(", "{", "["):
+            depth += 1
+            operators.append(0)
+            if depth > MAX_DEPTH:
+                raise RefusedQuery(f"the query is nested more than {MAX_DEPTH} levels deep; it is too complex to "
+                                   "run (setting KBQA_QUERY_MAX_DEPTH)", "complex")
+            continue
+        elif t.text in (")", "}", "]"):
+            depth = max(depth - 1, 0)
+            if len(operators) > 1:
+                along -= operators.pop()
+            continue
+        elif t.text not in _OPERATORS:
+            continue
+        operators[-1] += 1
+        along += 1
+        if along > MAX_OPERATORS:
+            raise RefusedQuery(f"the query chains more than {MAX_OPERATORS} operators (+, &&, UNION, OPTIONAL, …) "
+                               "in one expression or group; it is too complex to run (setting "
+                               "KBQA_QUERY_MAX_OPERATORS)", "complex")
+
+
+@functools.lru_cache(maxsize=4096)
 def check_query(query: str, allow_label_service: bool = False) -> QueryFacts:
-    """The facts of a safe query; RefusedQuery for SERVICE, an update, or a query the parser cannot read.
+    """The facts of a safe query; RefusedQuery for SERVICE, an update, no query form, an ambiguous text or a
+    query past the complexity bounds.
 
     `allow_label_service`: `SERVICE wikibase:label` passes (only for a Wikidata Query Service endpoint, which
     runs it itself); any other SERVICE is still refused."""
-    parser = _parser()
-    with _LOCK:
-        try:
-            tree = parser.parseQuery(query)
-        except RecursionError:
-            raise RefusedQuery("the query is nested too deeply to be checked; it is refused", "unparsable") from None
-        except Exception as e:  # noqa: BLE001 - pyparsing raises ParseException and, inside actions, anything
-            try:
-                parser.parseUpdate(query)
-            except Exception:  # noqa: BLE001 - not an update either: a malformed query
-                raise RefusedQuery(f"the query does not parse: {_parse_error(e)}", "unparsable") from None
-            raise RefusedQuery("SPARQL Update is refused: the store is read-only for queries", "update") from None
-    prologue, body = tree[0], tree[1]
-    prefixes = _prefixes(prologue)
-    for node in _walk(body):
-        if getattr(node, "name", None) == "ServiceGraphPattern":
-            label = _is_label_service(_field(node, "term"), prefixes)
+    try:
+        tokens = tokenize(query)
+    except Ambiguous as e:
+        raise RefusedQuery(f"the query is refused: {e}", "ambiguous") from None
+    declared = prefixes(tokens)
+    form = None
+    has_dataset = False
+    for i, t in enumerate(tokens):
+        if t.kind == "pname":
+            prefix = t.text.partition(":")[0]
+            if "service" in prefix.lower():
+                raise RefusedQuery(f"the prefix {prefix[:60]!r} reads as SERVICE to the engine; rename it", "service")
+            continue
+        if t.kind != "word":
+            continue
+        upper = t.text.upper()
+        if "SERVICE" in upper:
+            label = _is_label_service(_service_target(tokens, i), declared)
             if label and allow_label_service:
                 continue
-            if label:
-                raise RefusedQuery("SERVICE wikibase:label is refused: only a Wikidata Query Service endpoint "
-                                   "understands it; ask for rdfs:label explicitly", "service")
-            raise RefusedQuery("SERVICE is refused: queries run offline on the local store; remove the SERVICE "
-                               "clause (for wikibase:label, ask for rdfs:label explicitly)", "service")
-    form = body.name.removesuffix("Query").lower()
-    return QueryFacts(form=form, has_dataset=bool(_field(body, "datasetClause")))
+            raise _refuse_service(label)
+        if upper.startswith(UPDATE_WORDS):
+            raise RefusedQuery("SPARQL Update is refused: the store is read-only for queries", "update")
+        if form is None and upper.startswith(FORMS):
+            form = next(f for f in FORMS if upper.startswith(f)).lower()
+        if upper.startswith("FROM"):
+            has_dataset = True
+    if form is None:
+        raise RefusedQuery("the query does not parse: no SELECT, ASK, CONSTRUCT or DESCRIBE form found", "unparsable")
+    _bounds(tokens)
+    try:
+        sent = canonical(query, tokens)
+    except Ambiguous as e:
+        raise RefusedQuery(f"the query is refused: {e}", "ambiguous") from None
+    return QueryFacts(form=form, has_dataset=has_dataset, sent=sent)

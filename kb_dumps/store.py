@@ -69,8 +69,8 @@ class ResourceError(QueryError):
 
 
 def check_query_text(query: str, allow_label_service: bool = False) -> QueryFacts:
-    """Refuse `SERVICE` (network access), updates and queries the checker cannot parse, before a query runs
-    (kb_dumps/sparql_check.py; RefusedQuery, a QueryError). `allow_label_service`: `SERVICE wikibase:label` is
+    """Refuse `SERVICE` (network access), updates, ambiguous text and queries past the complexity bounds, before a
+    query runs (kb_dumps/sparql_check.py; RefusedQuery, a QueryError). `.sent` is what goes to a remote endpoint. `allow_label_service`: `SERVICE wikibase:label` is
     let through (a Wikidata Query Service endpoint runs it itself); any other SERVICE target is still refused."""
     return check_query(query, allow_label_service)
 
@@ -336,6 +336,9 @@ class LocalStore:
             return QueryError("the query was cancelled: its client went away")
         if code is not None and code in (-6, -9, 134, 137):  # SIGABRT from a failed allocation, or the OOM killer
             return ResourceError(self._memory_message(), "memory")
+        if code is not None and code in (-11, -7, 139, 135):  # SIGSEGV / SIGBUS: the engine's stack overflowed
+            return QueryError("the query is too complex to run: it overflowed the query engine's stack (the worker "
+                              "was restarted); simplify it, e.g. fewer nested groups or operators in one expression")
         return StoreError(f"the query worker died (exit code {code})")
 
     def ask(self, query: str, **kw: Any) -> bool:
