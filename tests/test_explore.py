@@ -277,7 +277,9 @@ def test_output_is_desq_with_confirmed_uris(zoo: Path) -> None:
         {g.uri.strip("<>") for g in parsed.grounding} == {EX + "Animal", EX + "weight"}
     cands = out.details["candidates"]
     assert cands and cands[0]["score"] >= cands[-1]["score"] and "weight" in cands[0]["verbalised"]
-    assert set(cands[0]["features"]) <= set(FEATURES)
+    # the features that moved the score most, each with its signed share, and which ranker scored them
+    assert cands[0]["contributions"] and all(isinstance(v, float) for v in cands[0]["contributions"].values())
+    assert out.details["ranker"]["kind"] in ("trees", "linear") and out.details["ranker"]["file"]
 
 
 def test_no_candidate_is_a_translate_failure_naming_what_was_linked(zoo_engine: Engine) -> None:
@@ -327,7 +329,7 @@ def test_kbqa_ask_with_explore(concert: Path) -> None:
            "--backend", "explore", "--explain"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "== candidates (best first)" in out.stdout and "1. score" in out.stdout
+    assert "== candidates (best first; ranker: " in out.stdout and "1. score" in out.stdout
     assert "SELECT (COUNT(" in out.stdout
     lines = out.stdout.splitlines()
     assert lines[lines.index("(1 rows)") - 1].strip() == "4"

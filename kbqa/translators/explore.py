@@ -31,8 +31,9 @@ from kbqa.translators.explore_graphs import Graph, verbalise, write
 from kbqa.translators.explore_link import Link, link_schema, link_values, read_cues
 from kbqa.translators.explore_names import name_variants
 from kbqa.translators.explore_prior import add_struct_prior
-from kbqa.translators.explore_rank import Ranker
+from kbqa.translators.explore_rank import AnyRanker, load_ranker
 from kbqa.translators.explore_search import Anchors, SchemaPaths, Search
+from kbqa.translators.explore_structure import add_question_features
 from kbqa.translators.language import LanguageProfile, get_language
 from kbqa.translators.settings import ModelSettings
 
@@ -53,7 +54,7 @@ class ExploreTranslator(Translator):
     frontends = ("desq",)
 
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
-                 budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: Ranker | None = None,
+                 budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: AnyRanker | None = None,
                  schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE,
                  fallback: str = "auto", language: str | LanguageProfile | None = None):
         self.store_dir = Path(store_dir)
@@ -287,8 +288,9 @@ class ExploreTranslator(Translator):
             pool.append(g)
         self._features.add(question, a, pool)
         add_struct_prior(question, pool, lang=self.language)
-        for g in pool:
-            g.score = self.ranker.score(g)  # before execution: the order in which candidates are checked
+        add_question_features(question, pool)
+        for g, score in zip(pool, self.ranker.score_all(pool), strict=True):
+            g.score = score  # before execution: the order in which candidates are checked
         pool.sort(key=lambda g: -g.score)
         checked: list[Graph] = []
         executed = 0
@@ -308,8 +310,9 @@ class ExploreTranslator(Translator):
             g.rows = 1 if res.kind == "ask" else len(res.rows)
             if res.kind != "ask" and _all_empty(res.rows) and not (g.aggs and g.aggs[0][0] == "COUNT" and not g.group):
                 continue
-            g.score = self.ranker.score(g)
             checked.append(g)
+        for g, score in zip(checked, self.ranker.score_all(checked), strict=True):
+            g.score = score  # with what the execution check found
         checked.sort(key=lambda g: -g.score)
         info = {"candidates_built": len(pool), "executed": executed, "kept": len(checked),
                 "truncated": search.truncated, "seconds": round(time.perf_counter() - t0, 4)}
@@ -350,8 +353,9 @@ class ExploreTranslator(Translator):
         text = write(best, self.schema, desq=True)
         details = {"search": info, "cues": a.cues.to_dict(),
                    "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
+                   "ranker": ranker_info(self.ranker),
                    "candidates": [{"score": round(g.score, 4), "family": g.family, "rows": g.rows,
-                                   "features": {k: round(v, 4) for k, v in self.ranker.features(g).items()},
+                                   "contributions": self.ranker.contributions(g),
                                    "verbalised": verbalise(g, self.schema)} for g in ranked[:SHOW_CANDIDATES]]}
         if chosen is not None:
             details["chooser"] = chosen
@@ -371,13 +375,23 @@ def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store 
     return tr
 
 
-def _load_ranker(path: str | Path | None) -> Ranker:
-    """Ranker weights from `path` (None: the shipped ones); a bad file is a usage error naming it."""
+def _load_ranker(path: str | Path | None) -> AnyRanker:
+    """The ranker in `path` (None: the shipped one); a bad file is a usage error naming it."""
     try:
-        return Ranker.load(path)
+        return load_ranker(path)
     except ValueError as e:
-        raise TranslateError(f"{e}; write weights with `kbqa train --ranker` or unset KBQA_EXPLORE_WEIGHTS",
+        raise TranslateError(f"{e}; write one with `kbqa train --ranker` or unset KBQA_EXPLORE_WEIGHTS",
                              stage="usage") from None
+
+
+def ranker_info(ranker: AnyRanker) -> dict[str, Any]:
+    """Which ranker chose (the step report and `--explain` say it): its file, kind and what it was fitted on."""
+    kind = "trees" if hasattr(ranker, "trees") else "linear"
+    info: dict[str, Any] = {"file": ranker.source or "(given in code)", "kind": kind}
+    for key in ("fitted_on", "command", "source"):
+        if key in ranker.meta:
+            info[key] = ranker.meta[key]
+    return info
 
 
 def _all_empty(rows: list[list[Any]]) -> bool:
