@@ -45,6 +45,9 @@ def expand_uri(uri: str) -> str | None:
         return uri
     return None
 _MAX_DEPTH = 40  # nesting of braces/parentheses; deeper input is refused, not a RecursionError
+# binary operators in one fragment: a chain `a + b + …` is a tree as deep as it is long, and the Plan's tree
+# operations (to_dict, copy, the writer) recurse per level; longer input is refused, not a RecursionError
+_MAX_OPERATORS = 120
 
 
 class FragmentError(Exception):
@@ -66,6 +69,7 @@ class ExprParser:
         self.toks: list[Token] = tokens
         self.i = 0
         self.depth = 0
+        self.operators = 0
 
     # ---- token helpers --------------------------------------------------------------------
     @property
@@ -107,6 +111,13 @@ class ExprParser:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             self.error(f"nesting deeper than {_MAX_DEPTH} levels")
+
+    def binary(self, op: str, left: Node, right: Node) -> BinaryOp:
+        self.operators += 1
+        if self.operators > _MAX_OPERATORS:
+            self.error(f"more than {_MAX_OPERATORS} operators in one fragment; split the condition, or use "
+                       "IN (…) for a list of values")
+        return BinaryOp(op, left, right, ac=self.ac)
 
     def parse_term(self) -> Node:
         t = self.tok
@@ -174,20 +185,20 @@ class ExprParser:
     def parse_expr(self) -> Node:
         left = self.parse_and()
         while self.accept("||"):
-            left = BinaryOp("||", left, self.parse_and(), ac=self.ac)
+            left = self.binary("||", left, self.parse_and())
         return left
 
     def parse_and(self) -> Node:
         left = self.parse_relational()
         while self.accept("&&"):
-            left = BinaryOp("&&", left, self.parse_relational(), ac=self.ac)
+            left = self.binary("&&", left, self.parse_relational())
         return left
 
     def parse_relational(self) -> Node:
         left = self.parse_additive()
         if self.tok.kind == "OP" and self.tok.text in ("=", "!=", "<", ">", "<=", ">="):
             op = self.next().text
-            return BinaryOp(op, left, self.parse_additive(), ac=self.ac)
+            return self.binary(op, left, self.parse_additive())
         negated = False
         if self.at("NOT") and self.peek().kind == "NAME" and self.peek().upper == "IN":
             self.next()
@@ -200,14 +211,14 @@ class ExprParser:
         left = self.parse_multiplicative()
         while self.tok.kind == "OP" and self.tok.text in ("+", "-"):
             op = self.next().text
-            left = BinaryOp(op, left, self.parse_multiplicative(), ac=self.ac)
+            left = self.binary(op, left, self.parse_multiplicative())
         return left
 
     def parse_multiplicative(self) -> Node:
         left = self.parse_unary()
         while self.tok.kind == "OP" and self.tok.text in ("*", "/"):
             op = self.next().text
-            left = BinaryOp(op, left, self.parse_unary(), ac=self.ac)
+            left = self.binary(op, left, self.parse_unary())
         return left
 
     def parse_unary(self) -> Node:
