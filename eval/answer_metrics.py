@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,8 @@ _PREFIXED = re.compile(r"([A-Za-z][\w-]*):([^\s/<>\"][^\s<>\"]*)")
 # Prefixes a plain string from a benchmark file may use for an IRI (`wd:Q1`, `ns:m.0abc`).
 _PREFIXES = {**WIKIDATA_PREFIXES, "ns": FREEBASE_NS, "fb": FREEBASE_NS}
 
+# 15 significant digits over any exponent (the default context overflows past 1E+999999)
+_WIDE = Context(prec=15, Emax=MAX_EMAX, Emin=MIN_EMIN)
 Key = tuple  # a normalised value: ("iri", ...), ("num", ...), ("date", ...), ("bool", ...), ("str", ...)
 
 
@@ -36,6 +38,8 @@ def _number_key(value: str) -> Key | None:
         return ("num", str(d))
     # 15 significant digits: a double computed by the store (89.253731343283582) equals the
     # gold written with more digits (89.25373134328358208955…); exact integers are unaffected.
+    if abs(d.adjusted()) > 40:  # "1E+999999": compared in scientific form, never written out digit by digit
+        return ("num", format(_WIDE.normalize(d), "E"))
     if d != d.to_integral_value() or len(d.as_tuple().digits) > 15:
         d = Decimal(format(d, ".15g"))
     d = d.normalize()

@@ -189,3 +189,15 @@ def test_real_gold_answers_score_perfectly_against_themselves():
     scores = [score_question(r.gold_result(), r.gold_result()) for r in recs]
     summary = macro_average(scores)
     assert summary.n == 454 and summary.qald["f1"] == pytest.approx(1.0) and summary.strict["f1"] == pytest.approx(1.0)
+
+
+def test_numbers_beyond_the_decimal_range_compare_without_overflow():
+    """A store may hold "1E+999999" (a double's lexical form has no bound): compared in scientific form, equal
+    to the same number written differently, never expanded digit by digit."""
+    from eval.answer_metrics import term_key
+
+    big = {"type": "literal", "value": "1E+999999", "datatype": "http://www.w3.org/2001/XMLSchema#double"}
+    same = {"type": "literal", "value": "1.0e+999999", "datatype": "http://www.w3.org/2001/XMLSchema#double"}
+    other = {"type": "literal", "value": "2E+999999", "datatype": "http://www.w3.org/2001/XMLSchema#double"}
+    assert term_key(big) == term_key(same) != term_key(other)
+    assert len(term_key(big)[1]) < 40
