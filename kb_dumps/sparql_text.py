@@ -1,7 +1,7 @@
 """SPARQL text helpers for the store interface: masking, the query form, the outer LIMIT, escaping.
 
-Never a safety check: whether a query may run (SERVICE, updates) is decided from a parse in
-kb_dumps/sparql_check.py; a mask can be fooled by escapes such as `ex:p\\#`.
+Never a safety check: whether a query may run (SERVICE, updates) is decided from the tokens Oxigraph reads,
+in kb_dumps/sparql_check.py; a mask can be fooled by escapes such as `ex:p\\#`.
 
 No parser: a query is *masked* (strings, IRIs and comments blanked out with spaces, same length) so
 that keywords and braces are found by position. rdflib's parser costs ~100 ms per query, more than a

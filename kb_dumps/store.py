@@ -3,7 +3,8 @@
 pyoxigraph cannot interrupt a running query, so queries run in a worker process that opens
 the store read-only; at the deadline the worker is killed and a fresh one is started for the
 next query. Results come back as plain data in the shape of SPARQL JSON results.
-`SERVICE` and updates are refused before anything runs, decided from a parse (kb_dumps/sparql_check.py):
+`SERVICE` and updates are refused before anything runs, decided from the tokens Oxigraph reads
+(kb_dumps/sparql_check.py):
 pyoxigraph would otherwise call out to the network. Behind that check, the worker has no network where
 the OS allows it and a bounded address space (kb_dumps/sandbox.py); a query past the memory bound or
 the result-size bound fails at stage execute (exit 4) and the worker is replaced.

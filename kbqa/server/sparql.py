@@ -4,8 +4,8 @@ Queries run through `LocalStore.query` (worker process, deadline, row cap). Resu
 pyoxigraph's own serializers: the worker's SPARQL-JSON-shaped rows are read back as query solutions
 and serialized as SPARQL JSON / XML / CSV / TSV; CONSTRUCT and DESCRIBE triples as Turtle, N-Triples or
 RDF/XML (a result XML cannot carry is refused with 406: kbqa/server/xml_check.py). Updates are refused
-with 403 and SERVICE with 400 before anything runs (decided from a parse:
-kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
+with 403 and SERVICE with 400 before anything runs (decided from the tokens
+Oxigraph reads: kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
 the store's named graphs. When the client goes away, its query's worker is killed.
 """
 
