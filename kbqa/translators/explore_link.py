@@ -172,7 +172,25 @@ def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
         return 0.85
     if len(span_stems) == 1 and len(name_stems) == 1 and 3 <= len(b) < len(a) - 1 and a.startswith(b):
         return 0.82  # a name that is a prefix of the word: *temp* for "temperature"
+    if len(span_stems) != len(name_stems) and "".join(span_stems) == "".join(name_stems):
+        return 0.95  # the same words written apart or together: "zip code" / *zipcode*
+    if len(span_stems) == len(name_stems) and all(_same_root(x, y) for x, y in zip(span_stems, name_stems,
+                                                                                    strict=True)):
+        return 0.83  # words of one root: "director" / *directed*, "located" / *location*
     return fuzz.ratio(a, b) / 100.0
+
+
+def _same_root(x: str, y: str) -> bool:
+    """Two words of one root with different endings: a common start of five letters or more, most of the shorter
+    word, and neither word all of it ("planet" is no ending of "plane")."""
+    if x == y:
+        return True
+    n = 0
+    for cx, cy in zip(x, y, strict=False):
+        if cx != cy:
+            break
+        n += 1
+    return 5 <= n < min(len(x), len(y)) and n >= 0.6 * min(len(x), len(y))
 
 
 def _acronym_score(span_stems: list[str], core: list[str], lang: LanguageProfile = ENGLISH) -> float:
@@ -194,7 +212,7 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
         for iri, label in items:
             name = lang.stems(label)
             # "has weight" / "ref keeper id": the name without its glue words also counts
-            core = [w for w in name if w not in lang.name_glue_words] or name
+            core = [w for w in name if w not in lang.name_glue_words and w not in lang.function_words] or name
             best: Link | None = None
             for s, e, t, st in grams:
                 sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang))
@@ -205,7 +223,9 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
                 links.append(best)
     # a span that names a class names the class, not a key predicate spelt like it ("keeper" / *keeper id*)
     cls_spans = {(lk.span, round(lk.score, 3)) for lk in links if lk.kind == "class"}
-    links = [lk for lk in links if lk.kind == "class" or
+    # (a predicate named by the same words written together, "allergy type" / *allergytype*, is the class's own
+    # name column and stays)
+    links = [lk for lk in links if lk.kind == "class" or lk.score >= 0.95 or
              not any(sp == lk.span and sc >= lk.score for sp, sc in cls_spans)]
     links.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
     return links

@@ -233,8 +233,10 @@ class Search:
     def _attributes(self, a: Anchors, focus: str, spans: list[tuple[int, int]]) -> list[tuple[Path, Link]]:
         """Predicate links reachable from the focus whose span is not already used, best first."""
         out: list[tuple[Path, Link]] = []
+        own = set(self.schema.predicates_of(focus))
         for lk in a.predicates:
-            if any(overlaps(lk.span, s) for s in spans):
+            # the class's own name column may share its words ("allergy type" / *allergytype*)
+            if any(overlaps(lk.span, s) for s in spans) and not (lk.score >= 0.95 and lk.iri in own):
                 continue
             info = self.schema.predicates.get(lk.iri)
             if info is None or not (info.literal or self._categorical(lk.iri)):
@@ -262,8 +264,10 @@ class Search:
     def _shapes(self, a: Anchors, focus: str, attrs: list[tuple[Path, Link]], spans: list[tuple[int, int]]
                 ) -> Iterator[_Shape]:
         from kbqa.translators.explore_shapes import shapes
+        from kbqa.translators.explore_ungated import ungated_shapes
 
-        yield from shapes(self, a, focus, attrs, spans)
+        yield from shapes(self, a, focus, attrs, spans)  # what the cue words read
+        yield from ungated_shapes(self, a, focus, attrs, spans)  # and every shape the schema allows
 
     def _compare_graphs(self, a: Anchors) -> Iterator[Graph]:
         """Two items compared on one predicate: "is X faster than Y" (ASK X.p > Y.p), "do X and Y have the

@@ -1,0 +1,89 @@
+"""`explore` on the Spider4SPARQL train KGs: candidates generated once per code version, then the fitted ranker
+scored k-fold by KG, beside the hand-set linear weights and the oracle over the candidates.
+
+  python -m bench.explore_train --train-kgs ../shared/data/spider4sparql/train_kgs --per-kg 20 --out /tmp/et/v2
+  python -m bench.explore_train --candidates /tmp/et/v2/candidates.jsonl          (re-score a file, no search)
+
+Figures, on questions whose gold answer is non-empty and non-trivial (not a lone 0 or unbound row):
+accuracy (the top candidate's answers equal the gold), answer F1 of the top candidate, the oracle over the first
+K candidates in execution order and over all, mean candidates per question, seconds per question (search), and
+the share of questions per gold structure with a right candidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.explore import structure
+from kbqa.training.ranker_data import collect, read_candidates
+from kbqa.training.ranker_fit import kfold_by_kg, top1
+from kbqa.training.train_kgs import list_kgs
+from kbqa.translators.explore_rank import Ranker
+
+
+def per_structure(rows: list[dict], pairs: dict[str, dict]) -> dict[str, dict[str, float]]:
+    tot: Counter[str] = Counter()
+    ok: Counter[str] = Counter()
+    for r in rows:
+        s = structure(pairs.get(r["id"], {}).get("query", ""))
+        tot[s] += 1
+        ok[s] += any(c["f1"] >= 0.999 for c in r["candidates"])
+    return {s: {"n": n, "oracle": round(ok[s] / n, 3)} for s, n in tot.most_common()}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--train-kgs", type=Path, default=None, help="a train-KG folder (generates candidates)")
+    p.add_argument("--per-kg", type=int, default=20, help="questions per KG (default 20)")
+    p.add_argument("--kgs", type=int, default=None, help="at most N KGs, a seeded sample (default: all)")
+    p.add_argument("--candidates", type=Path, default=None, help="an existing candidates file (no search)")
+    p.add_argument("--out", type=Path, default=None, help="folder for candidates.jsonl and summary.json")
+    p.add_argument("--work", type=Path, default=Path(".kbqa") / "train-kgs", help="the train KGs' stores")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=300)
+    args = p.parse_args()
+    if args.candidates is None and args.train_kgs is None:
+        p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
+    path = args.candidates
+    t0 = time.perf_counter()
+    if path is None:
+        out = args.out or Path("bench/out/explore_train")
+        kgs = list_kgs(args.train_kgs)
+        if args.kgs:
+            kgs = sorted(random.Random(0).sample(kgs, min(args.kgs, len(kgs))))
+        path = collect(args.train_kgs, args.work, out / "candidates.jsonl", kgs=kgs, limit=args.per_kg)
+    rows = read_candidates(path)
+    gen_s = time.perf_counter() - t0
+    pairs_file = (args.train_kgs / "train.json") if args.train_kgs else None
+    if pairs_file is None or not pairs_file.is_file():
+        pairs_file = (args.train_kgs.parent / "train.json") if args.train_kgs else None
+    pairs = {q["id"]: q for q in json.loads(pairs_file.read_text(encoding="utf-8"))} if pairs_file and \
+        pairs_file.is_file() else {}
+    secs = sorted(r.get("seconds", 0.0) for r in rows) or [0.0]
+    summary = {
+        "candidates_file": str(path), "questions": len(rows), "kgs": len({r["kg"] for r in rows}),
+        "search_p50_s": round(statistics.median(secs), 3), "search_p99_s": round(secs[int(0.99 * (len(secs) - 1))], 3),
+        "hand_linear": top1(Ranker.load(Path(__file__).resolve().parents[1] / "kbqa" / "translators" /
+                                        "explore_weights.json"), rows),
+        "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds),
+        "per_structure": per_structure(rows, pairs) if pairs else {},
+        "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
+    }
+    summary["fitted_kfold"].pop("per_fold", None)
+    json.dump(summary, sys.stdout, indent=2)
+    print()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Shapes proposed whatever cue words a question uses (explore_ungated.py), and predicate names found when the
+question writes them with another ending or with the words joined (explore_link.py `_name_score`). Questions,
+paraphrases and negatives written for these tests over the zoo fixture and a tiny library KG made here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb_dumps.ingest import ingest
+from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore_link import _name_score, _same_root, link_schema
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
+LIB = "http://example.org/lib/"
+LIBRARY = f"""@prefix ex: <{LIB}> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Book a rdfs:Class ; rdfs:label "book" .
+ex:writtenBy rdfs:label "written by" .
+ex:shelfcode rdfs:label "shelfcode" .
+ex:pages rdfs:label "pages" .
+ex:location rdfs:label "location" .
+ex:b1 ex:location "north wing" . ex:b2 ex:location "south wing" . ex:b3 ex:location "north wing" .
+ex:b1 a ex:Book ; rdfs:label "Salt Roads" ; ex:writtenBy "Ines Moreau" ; ex:shelfcode "A1" ; ex:pages 320 .
+ex:b2 a ex:Book ; rdfs:label "Glass Harbour" ; ex:writtenBy "Tomas Lind" ; ex:shelfcode "A1" ; ex:pages 210 .
+ex:b3 a ex:Book ; rdfs:label "Quiet Orchard" ; ex:writtenBy "Ines Moreau" ; ex:shelfcode "B4" ; ex:pages 150 .
+"""
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> ExploreTranslator:
+    store = tmp_path_factory.mktemp("ungated") / "zoo"
+    ingest([ZOO], store, profile="generic", progress=False)
+    tr = ExploreTranslator(store)
+    yield tr
+    tr.close()
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> ExploreTranslator:
+    folder = tmp_path_factory.mktemp("ungated")
+    (folder / "library.ttl").write_text(LIBRARY, encoding="utf-8")
+    ingest([folder / "library.ttl"], folder / "library", profile="generic", progress=False)
+    tr = ExploreTranslator(folder / "library")
+    yield tr
+    tr.close()
+
+
+def _shapes(tr: ExploreTranslator, question: str) -> list:
+    _a, ranked, _info = tr.search(question)
+    return ranked
+
+
+def test_an_aggregate_no_cue_word_names_is_still_proposed(zoo: ExploreTranslator) -> None:
+    # "typical" is in no word list: the AVG of the linked numeric attribute is there all the same, marked ungated
+    for q in ("What is the typical weight of the animals?", "Typical animal weight?"):
+        got = [g for g in _shapes(zoo, q) if g.aggs and g.aggs[0][0] == "AVG"]
+        assert got and all(g.features.get("ungated") == 1.0 for g in got), q
+    # nothing numeric is named: no aggregate over an attribute
+    assert not [g for g in _shapes(zoo, "Which enclosures are there?") if g.aggs and g.aggs[0][1]]
+
+
+def test_group_by_shapes_project_their_count(zoo: ExploreTranslator) -> None:
+    grouped = [g for g in _shapes(zoo, "Animals and their species, please.") if g.group and g.aggs]
+    assert grouped
+    from kbqa.translators.explore_graphs import write
+
+    sparql = write(grouped[0], zoo.schema, desq=False)
+    assert "COUNT(" in sparql.split("WHERE")[0]  # the count is a column beside the group key
+
+
+def test_a_cue_reading_keeps_its_features_over_the_ungated_copy(zoo: ExploreTranslator) -> None:
+    counts = [g for g in _shapes(zoo, "How many animals are there?") if g.aggs == [("COUNT", None)] and not g.conds]
+    assert counts and not counts[0].features.get("ungated")  # read from "how many": one candidate, the cue's
+
+
+def test_same_root_and_joined_names() -> None:
+    assert _same_root("director", "directed") and _same_root("location", "located")
+    assert not _same_root("dire", "direct") and not _same_root("planet", "plane")
+    assert _name_score(["shelf", "code"], ["shelfcode"]) == 0.95
+    assert _name_score(["writer"], ["written"]) < 0.8  # "writ" is too short a common start
+
+
+def test_predicate_names_written_another_way_are_linked(library: ExploreTranslator) -> None:
+    linked = lambda q: {lk.iri for lk in link_schema(q, library.schema) if lk.kind == "predicate"}  # noqa: E731
+    assert LIB + "shelfcode" in linked("List each book with its shelf code.")
+    assert LIB + "shelfcode" in linked("Which shelf code holds the most books?")
+    assert LIB + "location" in linked("Where is each book located?")  # one root, another ending
+    assert LIB + "location" in linked("The books, and where they are located.")
+    assert not linked("Show every book.") & {LIB + "shelfcode", LIB + "writtenBy"}
+    # end to end: the most common shelf code, found with no cue list naming "holds the most"
+    best = _shapes(library, "Which shelf code holds the most books?")
+    assert any(g.group and g.order and g.limit == 1 for g in best)
