@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from kb_dumps.errors import KBQAError
 from kbqa.translators.explore_graphs import Graph, verbalise
-from kbqa.translators.explore_link import FUNCTION_WORDS, stems
 from kbqa.translators.explore_search import Anchors
 
 if TYPE_CHECKING:
@@ -90,18 +89,19 @@ class CandidateFeatures:
         x = self.owner
         if not graphs:
             return
-        q_words = {w for w in stems(question) if w not in FUNCTION_WORDS}
+        lang = x.language
+        q_words = {w for w in lang.stems(question) if w not in lang.function_words}
         texts = []
         for g in graphs:
             words = set()
             for c in ([g.focus_class] if g.focus_class else []):
-                words |= set(stems(x.schema.class_label(c)))
+                words |= set(lang.stems(x.schema.class_label(c)))
             for path in [c.path for c in g.conds] + list(g.answer) + [p for _, p in g.aggs if p] + \
                     ([g.order[0]] if g.order and g.order[0] else []):
                 for step in path:
                     info = x.schema.predicates.get(step.pred)
-                    words |= set(stems(info.label if info else ""))
-            words -= FUNCTION_WORDS
+                    words |= set(lang.stems(info.label if info else ""))
+            words -= lang.function_words
             g.features["lex_p"] = len(words & q_words) / len(words) if words else 0.0
             g.features["lex_r"] = len(words & q_words) / len(q_words) if q_words else 0.0
             texts.append(verbalise(g, x.schema))

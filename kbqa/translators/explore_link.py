@@ -17,10 +17,6 @@ from kbqa.translators.language import ENGLISH, LanguageProfile
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
-# The English profile's lists under the names other modules import (explore_features.py); the words themselves
-# live in language.py.
-FUNCTION_WORDS = ENGLISH.function_words
-stems = ENGLISH.stems
 
 
 @dataclass
