@@ -1,16 +1,21 @@
-"""The `explore` translator against `cases`: answer F1, share of perfect answers, seconds per question, failed stage.
+"""The `explore` translator against `cases`: accuracy (answers equal the gold), answer F1, seconds per question,
+failed stage, and the oracle over each question's candidates — for each ranker named by --rankers.
 
   python -m bench.explore                                all three sets (SimpleQuestions valid, BESTIARY, Spider4SPARQL)
   python -m bench.explore --sets spider --out bench/out/explore
-  python -m bench.explore --sets sq --n 500
+  python -m bench.explore --sets sq --n 500 --rankers trees
 
-Answers are compared QALD-style (eval/answer_metrics.py). SimpleQuestions-Wikidata valid runs on wikidata-mini
-with the gold query run on the same store (a SimpleQuestions file names one answer of many); BESTIARY and
-Spider4SPARQL use the answers in their files. `cases` needs solved questions over the same KG: on
-SimpleQuestions its bank is built from the training sets with every scored question excluded by set and by
-text (as bench/translators.py does); on BESTIARY it runs 5-fold (each fold against a bank of the other four);
-on Spider4SPARQL there is no bank to build (no solved question over these KGs outside the scored ones), so
-only `explore` runs, with the shipped weights and with weights trained leave-one-KG-out on the other five.
+Rankers: `hand` is the hand-set linear weights (explore_weights.json), `trees` the shipped fitted trees
+(explore_ranker.json, fitted on the Spider4SPARQL train KGs and SimpleQuestions train — never on a set scored
+here), or a path to a ranker file. Answers are compared QALD-style (eval/answer_metrics.py); "accuracy" is the
+share of questions whose answer F1 is 1. SimpleQuestions-Wikidata valid runs on wikidata-mini with the gold query
+run on the same store (a SimpleQuestions file names one answer of many); BESTIARY and Spider4SPARQL use the
+answers in their files. `cases` needs solved questions over the same KG: on SimpleQuestions its bank is built from
+the training sets with every scored question excluded by set and by text (as bench/translators.py does); on
+BESTIARY it runs 5-fold (each fold against a bank of the other four); on Spider4SPARQL there is no bank of solved
+dev questions, so only `explore` runs. The oracle (`--oracle`, on by default for BESTIARY and Spider) runs the
+search once more per question and labels every checked candidate by its answers: the share of questions with a
+right candidate among the first 50 and among all, and the mean number of candidates.
 """
 
 from __future__ import annotations
@@ -114,10 +119,38 @@ def summary(rows: list[dict]) -> dict[str, Any]:
             "failed": dict(Counter(r["stage"] for r in rows if r["stage"]))}
 
 
-def explore(store_dir: Path, **kw: Any) -> Any:
-    from kbqa.translators.explore import ExploreTranslator
+def explore(store_dir: Path, ranker: str = "trees", **kw: Any) -> Any:
+    from kbqa.translators.explore import ExploreTranslator, _load_ranker
+    from kbqa.translators.explore_rank import DEFAULT_RANKER_PATH, DEFAULT_WEIGHTS_PATH
 
-    return ExploreTranslator(store_dir, **kw)
+    path = {"hand": DEFAULT_WEIGHTS_PATH, "trees": DEFAULT_RANKER_PATH}.get(ranker, Path(ranker))
+    return ExploreTranslator(store_dir, ranker=_load_ranker(path), **kw)
+
+
+def oracle_rows(name: str, records: list, store_dir: Path, *, run_gold: bool, kb: str) -> list[dict]:
+    """Every checked candidate of each question labelled by its answers (the ranker plays no part)."""
+    from kbqa.training.ranker_data import label_candidates
+    from kbqa.training.train_kgs import TrainQuestion
+
+    tr = explore(store_dir, "hand", fallback="never")
+    out = []
+    try:
+        for rec in records:
+            gold = gold_answers(rec, tr.store, kb, run_gold)  # any shape the answer metrics read
+            row = label_candidates(tr, TrainQuestion(rec.id, name, rec.question, rec.sparql or "", gold))
+            out.append({"set": name, "id": rec.id, "n": len(row["candidates"]),
+                        "oracle50": any(c["f1"] >= 0.999 for c in row["candidates"][:50]),
+                        "oracle": any(c["f1"] >= 0.999 for c in row["candidates"])})
+    finally:
+        tr.close()
+    return out
+
+
+def oracle_summary(rows: list[dict]) -> dict[str, Any]:
+    n = len(rows) or 1
+    return {"n": len(rows), "oracle@50": round(sum(r["oracle50"] for r in rows) / n, 3),
+            "oracle": round(sum(r["oracle"] for r in rows) / n, 3),
+            "mean_candidates": round(sum(r["n"] for r in rows) / n, 1)}
 
 
 def bench_sq(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -135,7 +168,9 @@ def bench_sq(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     bank = CaseBank.load(folder)
     assert "simplequestions-valid" not in bank.datasets()
     out = {}
-    out["explore"] = run_set("sq", records, store_dir, explore(store_dir, bank=bank), run_gold=True, kb="wikidata")
+    for ranker in args.rankers:
+        out[f"explore[{ranker}]"] = run_set("sq", records, store_dir, explore(store_dir, ranker, bank=bank),
+                                            run_gold=True, kb="wikidata")
     if not args.no_cases:
         out["cases"] = run_set("sq", records, store_dir, CasesTranslator(store_dir, bank=bank), run_gold=True,
                                kb="wikidata")
@@ -149,7 +184,10 @@ def bench_bestiary(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     store_dir = ensure_store(args.bestiary_store, sample="bestiary")
     records = [r for r in load_benchmark("bestiary", check_syntax=False) if r.usable][:args.n]
-    out = {"explore": run_set("bestiary", records, store_dir, explore(store_dir), run_gold=False, kb="generic")}
+    out = {f"explore[{ranker}]": run_set("bestiary", records, store_dir, explore(store_dir, ranker), run_gold=False,
+                                         kb="generic") for ranker in args.rankers}
+    if args.oracle:
+        out["oracle"] = oracle_rows("bestiary", records, store_dir, run_gold=False, kb="generic")
     if not args.no_cases:
         rows = []
         for k in range(5):
@@ -165,24 +203,18 @@ def bench_bestiary(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def bench_spider(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from kbqa.training.ranker import collect, fit
-
     stores = {db: ensure_store(work / "stores" / db, dump=SPIDER_KGS / f"{db}.ttl.gz") for db in SPIDER4SPARQL_DBS}
     records = {db: [r for r in load_benchmark(f"spider4sparql-{db}", check_syntax=False) if r.usable][:args.n]
                for db in SPIDER4SPARQL_DBS}
-    out: dict[str, list[dict]] = {"explore": [], "explore-loko": []}
-    data = {}
+    out: dict[str, list[dict]] = {f"explore[{ranker}]": [] for ranker in args.rankers}
+    if args.oracle:
+        out["oracle"] = []
     for db in SPIDER4SPARQL_DBS:
-        out["explore"] += run_set(f"spider:{db}", records[db], stores[db], explore(stores[db]), run_gold=False,
-                                  kb="generic")
-        tr = explore(stores[db])
-        data[db] = collect(tr, records[db], db, progress=False)
-        tr.close()
-    for db in SPIDER4SPARQL_DBS:  # the ranker trained on the other five KGs, scored on this one
-        ranker = fit([q for other in SPIDER4SPARQL_DBS if other != db for q in data[other]],
-                     meta={"held_out": db})
-        out["explore-loko"] += run_set(f"spider:{db}", records[db], stores[db], explore(stores[db], ranker=ranker),
-                                       run_gold=False, kb="generic")
+        for ranker in args.rankers:
+            out[f"explore[{ranker}]"] += run_set(f"spider:{db}", records[db], stores[db], explore(stores[db], ranker),
+                                                 run_gold=False, kb="generic")
+        if args.oracle:
+            out["oracle"] += oracle_rows(f"spider:{db}", records[db], stores[db], run_gold=False, kb="generic")
     return out
 
 
@@ -194,6 +226,10 @@ def main() -> int:
     p.add_argument("--bestiary-store", type=Path, default=ROOT / ".kbqa" / "stores" / "bestiary")
     p.add_argument("--work", type=Path, default=None, help="scratch folder for banks and Spider stores (kept)")
     p.add_argument("--no-cases", action="store_true", help="explore only")
+    p.add_argument("--rankers", default="hand,trees", type=lambda v: v.split(","),
+                   help="comma-separated: hand (linear, hand-set), trees (the shipped fitted one) or ranker files")
+    p.add_argument("--no-oracle", dest="oracle", action="store_false",
+                   help="skip the oracle pass over the candidates (BESTIARY, Spider)")
     p.add_argument("--out", type=Path, default=None, help="folder for rows.jsonl and summary.json")
     args = p.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="kbqa-bench-explore-"))
@@ -206,10 +242,12 @@ def main() -> int:
     table: dict[str, Any] = {}
     for name, by in results.items():
         for translator, rows in by.items():
-            table[f"{name}/{translator}"] = summary(rows)
-            print(f"{name:9} {translator:13} " + json.dumps(table[f"{name}/{translator}"]))
+            table[f"{name}/{translator}"] = oracle_summary(rows) if translator == "oracle" else summary(rows)
+            print(f"{name:9} {translator:15} " + json.dumps(table[f"{name}/{translator}"]))
         if name == "spider":
             for translator, rows in by.items():
+                if translator == "oracle":
+                    continue
                 kinds = sorted({r["structure"] for r in rows})
                 per = {k: summary([r for r in rows if r["structure"] == k]) for k in kinds}
                 table[f"spider/{translator}/structures"] = per
@@ -218,7 +256,7 @@ def main() -> int:
                 dbs = sorted({r["set"] for r in rows})
                 for db in dbs:
                     s = summary([r for r in rows if r["set"] == db])
-                    print(f"  {translator:13} {db:34} n={s['n']:3} F1={s['answer_f1']:.3f}")
+                    print(f"  {translator:13} {db:34} n={s['n']:3} F1={s['answer_f1']:.3f} perfect={s['perfect']:.3f}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         with open(args.out / "rows.jsonl", "w", encoding="utf-8") as f:

@@ -93,3 +93,24 @@ def test_predicate_names_written_another_way_are_linked(library: ExploreTranslat
     # end to end: the most common shelf code, found with no cue list naming "holds the most"
     best = _shapes(library, "Which shelf code holds the most books?")
     assert any(g.group and g.order and g.limit == 1 for g in best)
+
+
+def test_different_values_are_counted(library: ExploreTranslator) -> None:
+    from kbqa.translators.explore_graphs import write
+
+    for q in ("How many different shelf codes are there?", "Number of distinct shelf codes in the library?"):
+        got = [g for g in _shapes(library, q) if g.aggs and g.aggs[0][0] == "COUNT_DISTINCT"]
+        assert got, q
+        assert "COUNT(DISTINCT " in write(got[0], library.schema, desq=False)
+        res = library.store.query(write(got[0], library.schema, desq=False))
+        assert int(res.rows[0][0]["value"]) == 2  # A1 and B4
+    # no attribute named: nothing to count the values of
+    assert not [g for g in _shapes(library, "How many books are there?") if g.aggs and g.aggs[0][0] == "COUNT_DISTINCT"]
+
+
+def test_a_name_in_another_word_order_is_linked(zoo: ExploreTranslator) -> None:
+    score = lambda q: max((lk.score for lk in link_schema(q, zoo.schema)  # noqa: E731
+                           if lk.iri == "http://example.org/zoo/bornYear"), default=0.0)
+    assert score("What is the year of birth of Leo?") >= 0.9
+    assert score("Give the year of birth for each lion.") >= 0.9
+    assert score("Which year had the most visitors?") < 0.9  # one word of the name is not the name

@@ -63,7 +63,8 @@ class Graph:
     conds: list[Cond] = field(default_factory=list)
     answer: list[Path] = field(default_factory=lambda: [()])  # () is the focus itself
     form: str = "select"  # select | ask
-    aggs: list[tuple[str, Path | None]] = field(default_factory=list)  # (COUNT|AVG|MIN|MAX|SUM, path); None = focus
+    # (COUNT|COUNT_DISTINCT|AVG|MIN|MAX|SUM, path); path None = the focus
+    aggs: list[tuple[str, Path | None]] = field(default_factory=list)
     group: bool = False  # GROUP BY the answer columns (an aggregate per group)
     order: tuple[Path | None, bool] | None = None  # (path, or None for the first aggregate; descending)
     limit: int | None = None
@@ -209,6 +210,11 @@ def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
 Body = list[tuple[str, list[str]]]
 
 
+def agg_call(fn: str, target: str) -> str:
+    """`COUNT_DISTINCT` counts the different values at its path ("how many different countries")."""
+    return f"COUNT(DISTINCT {target})" if fn == "COUNT_DISTINCT" else f"{fn}({target})"
+
+
 def _conds(w: _Writer, g: Graph, focus_label: str) -> Body:
     """The type constraint and the constraints of `g` on the focus variable the writer holds now."""
     focus = w.vars[()]
@@ -249,7 +255,7 @@ def _build(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
             target, triples = w.walk(path)
             if triples:
                 body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-        agg_cols.append(f"({fn}({target}) AS ?agg{i + 1})")
+        agg_cols.append(f"({agg_call(fn, target)} AS ?agg{i + 1})")
     having = ""
     if g.having is not None:
         op, value, hpath = g.having
@@ -383,8 +389,8 @@ def _say_form(w: _Writer, g: Graph, focus: str) -> str:
     parts = []
     for fn, path in g.aggs:
         what = _say_path(w, path) if path else f"{focus} items"
-        parts.append({"COUNT": "the number of", "AVG": "the average", "MIN": "the minimum", "MAX": "the maximum",
-                      "SUM": "the total"}[fn] + f" {what}")
+        parts.append({"COUNT": "the number of", "COUNT_DISTINCT": "the number of different", "AVG": "the average",
+                      "MIN": "the minimum", "MAX": "the maximum", "SUM": "the total"}[fn] + f" {what}")
     cols = [_say_path(w, p) if p else focus for p in g.answer]
     text = "we need " + ", ".join(parts or cols)
     if g.group and g.aggs:

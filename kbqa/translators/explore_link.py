@@ -212,6 +212,10 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
             best: Link | None = None
             for s, e, t, st in grams:
                 sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang))
+                if sc < 0.9 and len(core) >= 2 and st[0] not in lang.function_words and \
+                        st[-1] not in lang.function_words and \
+                        sorted(w for w in st if w not in lang.function_words) == sorted(core):
+                    sc = 0.9  # the name's words in another order: "date of publication" / *publication date*
                 if sc >= min_score and (best is None or sc > best.score or
                                         (sc == best.score and e - s > best.span[1] - best.span[0])):
                     best = Link(kind, iri, sc, (s, e), t, label=label)

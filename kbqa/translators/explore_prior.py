@@ -47,7 +47,7 @@ def graph_shape(g: Graph) -> str:
     if g.group:
         return "group-top" if g.order is not None and g.limit is not None else "group"
     if g.aggs:
-        return "count" if g.aggs[0][0] == "COUNT" else "aggregate"
+        return "count" if g.aggs[0][0].startswith("COUNT") else "aggregate"
     if g.order is not None and g.limit is not None:
         return "top"
     if any(c.op in _CMP_OPS for c in g.conds):

@@ -16,10 +16,10 @@ and shows what ranked it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kbqa.translators.explore_graphs import Cond
-from kbqa.translators.explore_shapes import Attr, _numeric, _related_classes
+from kbqa.translators.explore_graphs import Cond, Path
+from kbqa.translators.explore_shapes import Attr, _comparisons, _numeric, _related_classes
 
 if TYPE_CHECKING:
     from kbqa.translators.explore_search import Anchors, Search, _Shape
@@ -32,47 +32,57 @@ HAVING_OPS = (">", ">=", "<", "<=")
 
 def ungated_shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]
                    ) -> Iterator[_Shape]:
+    """Each shape below, for each reading of the question's comparisons (none: one reading with no condition)."""
+    for conds, used, cmp_score in _comparisons(s, a, focus, attrs):
+        free = [x for x in attrs if x not in used]
+        yield from _shapes(s, a, focus, free, spans, conds, {"ungated": 1.0, "cmp": cmp_score},
+                           [x[1].span for x in used])
+
+
+def _shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
+            f: dict[str, float], cond_spans: list[tuple[int, int]]) -> Iterator[_Shape]:
     from kbqa.translators.explore_search import _Shape
 
-    f = {"ungated": 1.0}
+    def shape(answer: list[Path], *, extra: tuple[Cond, ...] = (), sp: list[tuple[int, int]] | None = None,
+              **kw: Any) -> _Shape:
+        return _Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans, features=dict(f),
+                      **kw)
+
     paths = [p for p, _ in attrs]
     attr_spans = [x[1].span for x in attrs]
     related = _related_classes(s, a, focus, spans)
-    yield _Shape([()] + paths, spans=attr_spans, features=f)
+    yield shape([()] + paths)
     if paths:
-        yield _Shape(paths, distinct=True, spans=attr_spans, features=f)
-    yield _Shape([()], aggs=[("COUNT", None)], spans=attr_spans, features=f)
-    yield _Shape([()], form="ask", spans=attr_spans, features=f)
+        yield shape(paths, distinct=True)
+    yield shape([()], aggs=[("COUNT", None)])
+    yield shape([()], form="ask")
     numeric = [x for x in attrs if _numeric(s, x[0])][:MAX_NUMERIC]
     for x in numeric:
         others = [y for y in attrs if y is not x]
         shown = [p for p, _ in others]
         for fn in AGGREGATES:
-            yield _Shape([()], aggs=[(fn, x[0])], spans=attr_spans, features=f)
+            yield shape([()], aggs=[(fn, x[0])])
             for key in others[:MAX_GROUP_KEYS]:
-                yield _Shape([key[0]], aggs=[(fn, x[0])], group=True, spans=attr_spans, features=f)
+                yield shape([key[0]], aggs=[(fn, x[0])], group=True)
         for desc in (True, False):
-            yield _Shape([()] + shown, order=(x[0], desc), limit=1, spans=attr_spans, features=f)
+            yield shape([()] + shown, order=(x[0], desc), limit=1)
     numbers = sorted({n[0] for n in a.cues.numbers})
     for key in attrs[:MAX_GROUP_KEYS]:
-        yield _Shape([key[0]], aggs=[("COUNT", None)], group=True, spans=attr_spans, features=f)
+        yield shape([()], aggs=[("COUNT_DISTINCT", key[0])])  # how many different values
+        yield shape([key[0]], aggs=[("COUNT", None)], group=True)
         for desc in (True, False):
-            yield _Shape([key[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
-                         spans=attr_spans, features=f)
+            yield shape([key[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1)
         for value in numbers[:2]:  # "the cities with at least 15 stations": values counted, then compared
             for op in HAVING_OPS:
-                yield _Shape([key[0]], aggs=[("COUNT", None)], group=True, having=(op, value, ()), spans=attr_spans,
-                             features=f)
+                yield shape([key[0]], aggs=[("COUNT", None)], group=True, having=(op, value, ()))
     for path, lk, cls_span in related:
         sp = attr_spans + [cls_span]
         shown = paths or [()]
-        yield _Shape(shown, aggs=[("COUNT", path)], group=True, spans=sp, features=f)
+        yield shape(shown, aggs=[("COUNT", path)], group=True, sp=sp)
         for desc in (True, False):
-            yield _Shape(shown, aggs=[("COUNT", path)], group=True, order=(None, desc), limit=1, spans=sp,
-                         features=f)
-        yield _Shape([()] + paths, conds=[Cond(path, "exists", None, negated=True, text=f"no {lk.text}",
-                                               span=cls_span)], spans=sp, features=f)
+            yield shape(shown, aggs=[("COUNT", path)], group=True, order=(None, desc), limit=1, sp=sp)
+        yield shape([()] + paths, extra=(Cond(path, "exists", None, negated=True, text=f"no {lk.text}",
+                                              span=cls_span),), sp=sp)
         for value in numbers[:2]:
             for op in HAVING_OPS:
-                yield _Shape(shown, aggs=[("COUNT", path)], group=True, having=(op, value, path), spans=sp,
-                             features=f)
+                yield shape(shown, aggs=[("COUNT", path)], group=True, having=(op, value, path), sp=sp)
