@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from kb_dumps.errors import QueryError, StoreError
+from kb_dumps.settings_types import CheckedSettings, Count, Delay, Rate, Rounds
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def detect_dialect(url: str, name: str | None = None) -> Dialect:
     return DIALECTS["wdqs"] if host in WDQS_HOSTS else DIALECTS["generic"]
 
 
-class EndpointSettings(BaseSettings):
+class EndpointSettings(CheckedSettings):
     """Endpoint settings from the environment (`KBQA_ENDPOINT_<NAME>`) or `.env`; arguments win."""
 
     model_config = SettingsConfigDict(env_prefix="KBQA_ENDPOINT_", env_file=".env", extra="ignore")
@@ -62,13 +63,13 @@ class EndpointSettings(BaseSettings):
     # Extra HTTP headers, a JSON object in the environment: KBQA_ENDPOINT_HEADERS='{"X-Api-Key": "…"}'.
     headers: dict[str, str] = {}
     # Extra attempts after a failed one (connection error, 429, 5xx) and the first backoff in seconds.
-    retries: int = 2
-    backoff_s: float = 0.5
+    retries: Rounds = 2
+    backoff_s: Delay = 0.5
     # Seconds during which queries fail at once after the endpoint could not be reached.
-    cooldown_s: float = 5.0
+    cooldown_s: Delay = 5.0
     # Queries per second (token bucket, burst `burst`); 0 = the dialect's default (none for most).
-    rate: float = 0.0
-    burst: int = 1
+    rate: Rate = 0.0
+    burst: Count = 1
     # auto: GET when the URL stays short (cacheable), else POST.
     method: Literal["auto", "get", "post"] = "auto"
 

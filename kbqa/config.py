@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from kb_dumps.settings_types import Cap, CheckedSettings, Count, Score, Seconds
 
 
 @dataclass(frozen=True)
@@ -24,8 +26,9 @@ class RequestCaps:
                 f"(setting {setting}, environment KBQA_{setting.upper()})")
 
 
-class Settings(BaseSettings):
-    """Every setting is documented where it is declared; environment variables are `KBQA_<NAME>`."""
+class Settings(CheckedSettings):
+    """Every setting is documented where it is declared; environment variables are `KBQA_<NAME>`. A value out of
+    its type's range is a usage error naming the variable (`kb_dumps.settings_types`)."""
 
     model_config = SettingsConfigDict(env_prefix="KBQA_", env_file=".env", extra="ignore")
 
@@ -34,20 +37,20 @@ class Settings(BaseSettings):
     # The bundled sample KB used when no --store is given; built on first use.
     default_sample: str = "wikidata-mini"
     # Query time budget (seconds) and row cap for every query the engine runs.
-    query_timeout_s: float = 10.0
-    row_cap: int = 10_000
+    query_timeout_s: Seconds = 10.0
+    row_cap: Cap = 10_000
     # Embedder of the vector index and the case bank (`kbqa index --embedder`): `minilm-static` (default; a
     # static model distilled from all-MiniLM-L6-v2, no torch), `minilm` (all-MiniLM-L6-v2 itself, train
     # extra), or any sentence-transformers name or folder. Queries use the embedder the index was built with.
     embedding_model: str = "minilm-static"
     # Calibrated grounding score below which a placeholder gets "no grounding" instead of a guess.
-    grounding_threshold: float = 0.45
+    grounding_threshold: Score = 0.45
     # Per-request caps on the work one front-end text may ask for (each leaf or sub-question is a translator
     # call, each program line a lowering step): a text over a cap is refused at stage `validate` before any
     # translation, so one request cannot hold an engine for minutes (issue 15: 600 leaves held it 26 s).
-    max_leaves: int = Field(default=50, ge=1)  # QCompiler leaves per expression
-    max_subquestions: int = Field(default=20, ge=1)  # PyRAG ask_kb(...) calls per program
-    max_program_lines: int = Field(default=200, ge=1)  # PyRAG statements per program
+    max_leaves: Count = 50  # QCompiler leaves per expression
+    max_subquestions: Count = 20  # PyRAG ask_kb(...) calls per program
+    max_program_lines: Count = 200  # PyRAG statements per program
 
     def caps(self) -> RequestCaps:
         return RequestCaps(self.max_leaves, self.max_subquestions, self.max_program_lines)

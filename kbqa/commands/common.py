@@ -10,11 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kb_dumps.settings_types import MAX_SECONDS
 from kbqa.config import get_settings
 
 # ---- argparse types: every numeric or path flag is checked where it is parsed ------------------------------
 # A bad value is argparse's usage error (exit 2, one line naming the flag), never a failure deep inside a verb.
-MAX_SECONDS = 86_400.0  # a time budget past a day is a typo (1e9 overflowed the worker's poll)
+# The settings of the same values (KBQA_* variables) have the same bounds: kb_dumps/settings_types.py.
 
 
 def seconds(text: str) -> float:
@@ -211,7 +212,7 @@ def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
 
 def server_settings(args: argparse.Namespace, **given: Any) -> Any:
     """`ServerSettings` for `kbqa serve` / `kbqa mcp`: the store (checked), the KBQA_SERVER_* limits, and the
-    flags given on the command line on top (None = not given)."""
+    flags given on the command line on top (None = not given). A bad KBQA_* value is a usage error naming it."""
     from kb_dumps.errors import KBQAError
     from kb_dumps.layout import StoreLayout
     from kbqa.config import get_settings
@@ -221,8 +222,9 @@ def server_settings(args: argparse.Namespace, **given: Any) -> Any:
     if store is not None and not StoreLayout.of(store).exists():
         raise KBQAError(f"no store at {store}; build one with `kbqa ingest SOURCE --store {store}`", stage="store")
     cfg = get_settings()
-    given = {"query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout, **given}
-    return ServerSettings(store=store, host=args.host, port=args.port, backend=args.backend, model=args.model,
+    given = {"query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout, "host": args.host,
+             "port": args.port, **given}
+    return ServerSettings(store=store, backend=args.backend, model=args.model,
                           model_url=args.model_url, replay_path=args.replay, sparql_endpoint=args.sparql_endpoint,
                           endpoint_dialect=args.endpoint_dialect,
                           **{"query_timeout_s": cfg.query_timeout_s, "row_cap": cfg.row_cap,

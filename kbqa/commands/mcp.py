@@ -15,6 +15,8 @@ from kbqa.commands.common import (
     subparser,
 )
 
+MCP_PORT = 8765  # the HTTP transport's port when neither --port nor KBQA_SERVER_PORT names one (serve: 8000)
+
 EXAMPLE = """kbqa mcp --store .kbqa/stores/wikidata-mini             stdio: what a desktop MCP client starts
   kbqa mcp --store kb/ --transport http --port 8765          streamable HTTP at http://127.0.0.1:8765/mcp
   tools: ask, generate_sparql, run_sparql, ground, explain, describe_kb; resources: kbqa://schema, kbqa://eval/last"""
@@ -26,8 +28,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_endpoint_flags(p)
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (default: the client starts this command) or streamable HTTP at /mcp")
-    p.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=port, default=8765, help="http: port (default 8765)")
+    p.add_argument("--host", default=None, help="http: address to listen on (default: setting KBQA_SERVER_HOST, "
+                                                "else 127.0.0.1)")
+    p.add_argument("--port", type=port, default=None,
+                   help=f"http: port (default: setting KBQA_SERVER_PORT, else {MCP_PORT})")
     add_server_translator_flags(p, "the ask tool")
     p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query (default 10)")
     p.add_argument("--model-timeout", type=seconds, default=None, metavar="S",
@@ -40,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
 
     # the limits of `kbqa serve` (KBQA_SERVER_* variables), with the flags given here on top
     settings = server_settings(args)
+    if "port" not in settings.model_fields_set:  # neither --port nor KBQA_SERVER_PORT: MCP's own default
+        settings = settings.model_copy(update={"port": MCP_PORT})
     store = settings.store
-    where = "stdio" if args.transport == "stdio" else f"http://{args.host}:{args.port}/mcp"
+    where = "stdio" if args.transport == "stdio" else f"http://{settings.host}:{settings.port}/mcp"
     print(f"kbqa mcp over {store or args.sparql_endpoint} on {where}", file=sys.stderr)  # stdout is the protocol's
     serve(settings, args.transport)
     return 0

@@ -28,8 +28,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparser(subparsers, "serve", "serve the HTTP API, a read-only SPARQL endpoint and a web page", EXAMPLE)
     add_store_flag(p)
     add_endpoint_flags(p)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=port, default=8000, help="port (default 8000)")
+    p.add_argument("--host", default=None, help="address to listen on (default: setting KBQA_SERVER_HOST, else "
+                                                "127.0.0.1: this machine only)")
+    p.add_argument("--port", type=port, default=None, help="port (default: setting KBQA_SERVER_PORT, else 8000)")
     add_server_translator_flags(p, "/v1/ask")
     p.add_argument("--engines", type=workers, default=None, metavar="N",
                    help="engines answering /v1 requests in parallel, one thread each (default 1)")
@@ -54,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
                                max_inflight=args.max_inflight)
     store = settings.store
     app = create_app(settings)
-    print(f"kbqa serving {store or args.sparql_endpoint} on http://{args.host}:{args.port}/  (Ctrl-C stops it)", file=sys.stderr)
+    where = f"http://{settings.host}:{settings.port}/"
+    print(f"kbqa serving {store or args.sparql_endpoint} on {where}  (Ctrl-C stops it)", file=sys.stderr)
     # uvicorn handles SIGINT/SIGTERM: it stops accepting, waits for open requests, then closes the engines
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level,
                 timeout_graceful_shutdown=settings.graceful_timeout_s)
     return 0

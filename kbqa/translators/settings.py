@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from kb_dumps.settings_types import CheckedSettings, Count, Delay, Rate, Rounds, Seconds
 
 # The settings file: KBQA_CONFIG names it; otherwise ./kbqa.toml when present. Only its [models] table is read.
 CONFIG_ENV = "KBQA_CONFIG"
@@ -35,7 +37,7 @@ class _TomlModelsTable(PydanticBaseSettingsSource):
         return {k: v for k, v in self._table().items() if k in self.settings_cls.model_fields}
 
 
-class ModelSettings(BaseSettings):
+class ModelSettings(CheckedSettings):
     """How questions are translated. Environment variables are `KBQA_<NAME>` (e.g. KBQA_BACKEND=openai)."""
 
     model_config = SettingsConfigDict(env_prefix="KBQA_", env_file=".env", extra="ignore")
@@ -51,14 +53,14 @@ class ModelSettings(BaseSettings):
     # Name of the environment variable holding the API key (the key itself never sits in a settings file).
     api_key_env: str = "OPENAI_API_KEY"
     # Seconds to wait for a connection, and for the whole answer of one request.
-    connect_timeout_s: float = 5.0
-    timeout_s: float = 120.0
+    connect_timeout_s: Seconds = 5.0
+    timeout_s: Seconds = 120.0
     # Retries after a failed request (connection refused, timeout, HTTP 429/5xx), with exponential backoff.
-    retries: int = 2
-    backoff_s: float = 0.5
+    retries: Rounds = 2
+    backoff_s: Delay = 0.5
     # Generation limits for model backends.
-    max_tokens: int = 512
-    temperature: float = 0.0
+    max_tokens: Count = 512
+    temperature: Rate = 0.0
     # Request field that carries a GBNF grammar: "grammar" (llama.cpp server), "guided_grammar" (vLLM), "" (none).
     grammar_field: str = ""
     # Extra JSON fields merged into every chat-completions request (server-specific options).
@@ -66,13 +68,13 @@ class ModelSettings(BaseSettings):
     # Replay: the JSONL of recorded outputs ({"id", "output"} per line).
     replay_path: Path | None = None
     # Case bank: nearest cases retrieved per question (structure vote / few-shot examples in prompts).
-    cases_k: int = 20
-    few_shot_k: int = 4
+    cases_k: Count = 20
+    few_shot_k: Annotated[int, Field(ge=0)] = 4
     # Whether the cases translator checks candidate (entity, property) pairs against the store.
     cases_kb_check: bool = True
     # explore: seconds of query-graph search per question, and the most candidates built (best found so far wins).
-    explore_budget_s: float = 2.0
-    explore_cap: int = 400
+    explore_budget_s: Seconds = 2.0
+    explore_cap: Count = 400
     # explore: ranker weights (JSON, `kbqa train --ranker` writes them); empty = the shipped weights.
     explore_weights: Path | None = None
     # explore: when the nearest case's re-grounded structure replaces the search — auto (no candidate / a bare
@@ -118,13 +120,6 @@ class ModelSettings(BaseSettings):
 
 
 def get_model_settings(**overrides: Any) -> ModelSettings:
-    """Settings with explicit overrides (None values are ignored, so CLI flags can be passed straight in)."""
-    from pydantic import ValidationError
-
-    from kb_dumps.errors import KBQAError
-
-    try:
-        return ModelSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as e:  # a bad KBQA_* value or flag: one usage line, not a pydantic dump
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-        raise KBQAError(f"translator settings: {problems}", stage="usage") from None
+    """Settings with explicit overrides (None values are ignored, so CLI flags can be passed straight in). A bad
+    KBQA_* value or flag is one usage line naming the setting (`SettingsError`), not a pydantic dump."""
+    return ModelSettings(**{k: v for k, v in overrides.items() if v is not None})

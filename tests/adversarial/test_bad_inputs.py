@@ -96,7 +96,7 @@ CASES = [  # (argv with {store} / {f:NAME}, exit code, words in the one line)
      "argument --endpoint-timeout"),
     (["ingest", "--endpoint", "http://127.0.0.1:9/sparql", "--store", "{new}", "--page-size", "0"], 2,
      "argument --page-size"),
-    (["index", "--store", "{store}", "--shard-rows", "-1"], 2, "argument --shard-rows"),
+    (["index", "--store", "{store}", "--vector-store", "qdrant:x"], 2, "argument --vector-store"),
     (["index", "--store", "{store}", "--batch-size", "0"], 2, "argument --batch-size"),
     (["cases", "search", "q", "--store", "{store}", "--k", "-1"], 2, "argument --k"),
     (["cases", "search", "q", "--store", "{store}", "--k", "1" + "0" * 30], 2, "argument --k"),
@@ -240,3 +240,57 @@ def test_rdfxml_name_rule_agrees_with_pyoxigraph() -> None:
         out = ox.serialize([ox.Triple(ox.NamedNode("http://x/s"), ox.NamedNode(iri), ox.Literal("v"))],
                            format=ox.RdfFormat.RDF_XML).decode()
         assert has_local_name(iri) == ("oxprefix:" not in out), iri
+
+
+# issue 24 item 5/8, from the environment: every numeric setting is checked where it is declared
+# (kb_dumps/settings_types.py), so a bad KBQA_* value stops the verb with one usage line naming the variable.
+ENV_CASES = [  # (variable, value, argv with {store}, words)
+    ("KBQA_SERVER_PORT", "-1", ["serve", "--store", "{store}"], "greater than or equal to 1"),
+    ("KBQA_SERVER_PORT", "70000", ["mcp", "--store", "{store}", "--transport", "http"], "less than or equal to 65535"),
+    ("KBQA_SERVER_ENGINES", "0", ["serve", "--store", "{store}"], "greater than or equal to 1"),
+    ("KBQA_SERVER_QUEUE_TIMEOUT_S", "inf", ["mcp", "--store", "{store}"], "finite number"),
+    ("KBQA_SERVER_MAX_BODY_BYTES", "lots", ["serve", "--store", "{store}"], "valid integer"),
+    ("KBQA_QUERY_TIMEOUT_S", "nan", ["ask", "who is s1", "--store", "{store}"], "finite number"),
+    ("KBQA_QUERY_TIMEOUT_S", "1e308", ["serve", "--store", "{store}"], "less than or equal to 86400"),
+    ("KBQA_ROW_CAP", "-5", ["eval", "bestiary", "--store", "{store}"], "greater than or equal to 0"),
+    ("KBQA_TIMEOUT_S", "nan", ["ask", "who is s1", "--store", "{store}"], "finite number"),
+    ("KBQA_EXPLORE_BUDGET_S", "-1", ["eval", "bestiary", "--store", "{store}"], "greater than 0"),
+    ("KBQA_GROUNDING_THRESHOLD", "nan", ["ground", "s1", "--store", "{store}"], "finite number"),
+    ("KBQA_ENDPOINT_RATE", "nan", ["ask", "who is s1", "--store", "{store}", "--backend", "replay",
+                                   "--endpoint", "http://127.0.0.1:9/sparql"], "finite number"),
+]
+
+
+@pytest.mark.parametrize("var,value,argv,words", ENV_CASES, ids=[f"{c[0]}={c[1]} {c[2][0]}" for c in ENV_CASES])
+def test_bad_setting_in_the_environment_is_a_usage_error(small_store: Path, tmp_path: Path, var: str, value: str,
+                                                         argv: list[str], words: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    args = [a.replace("{store}", str(small_store)) for a in argv]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "KBQA_HOME": str(tmp_path / "home"), var: value}
+    proc = subprocess.run([sys.executable, "-m", "kbqa.cli", *args], capture_output=True, text=True, timeout=120,
+                          env=env, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[0].startswith("error: [usage] setting ") and f"(environment {var})" in lines[0], lines
+    assert words in lines[0] and repr(value) in lines[0], lines
+
+
+# issue 24 item 9: a text with no query form (only comments, PREFIX or BASE) is a bad query (exit 3) that says so,
+# not "SPARQL Update is refused"
+NO_FORM = ["# only a comment", "PREFIX ex: <http://e/>", "BASE <http://e/>\n# and a comment\n",
+           "PREFIX ex: <http://e/> # SELECT in a comment"]
+
+
+@pytest.mark.parametrize("query", NO_FORM)
+def test_a_query_without_a_query_form_says_so(small_store: Path, run_cli, server: str, query: str) -> None:
+    code, _, err = run_cli("sparql", query, "--store", small_store)
+    assert code == 3, err
+    assert "SELECT, ASK, CONSTRUCT or DESCRIBE" in err and "Update" not in err and len(err.strip().splitlines()) == 1
+    res = httpx.post(server + "/sparql", content=query.encode(), timeout=60,
+                     headers={"content-type": "application/sparql-query"})
+    assert res.status_code == 400, res.text
+    assert "SELECT, ASK, CONSTRUCT or DESCRIBE" in res.json()["error"]["message"]
