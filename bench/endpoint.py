@@ -1,4 +1,4 @@
-"""Remote endpoints: the pipeline on a real SPARQL server vs the local store, label-memory build rates, shards.
+"""Remote endpoints: the pipeline on a real SPARQL server vs the local store, label-memory build rates, vector memory.
 
   .venv/bin/python -m bench.endpoint --store .kbqa/stores/wikidata-mini [--rounds 3] [--sq 60]
 
@@ -11,9 +11,9 @@
    printed and counted.
 2. Label memory: `kbqa ingest` of the dump vs `kbqa ingest --endpoint` from the server (two page
    sizes), label-memory rows written per second, and whether the rows equal the dump's.
-3. Shards: the store's entity vectors re-inserted into a sharded index; bytes per vector on disk and
-   resident memory of one shard (measured in a fresh process), search latency resident vs one shard
-   at a time.
+3. Vectors: the store's entity vectors re-inserted into one hnsw index; bytes per vector on disk and
+   resident memory (measured in a fresh process), search latency. (The sharded layout measured here until
+   2026-12 is retired: grounding/README.md "Vector stores".)
 Not a test: prints figures (JSON with --out).
 """
 
@@ -162,16 +162,15 @@ def label_memory(url: str, work: Path, page_sizes: list[int]) -> dict:
     return out
 
 
-# ---- 3. shards -------------------------------------------------------------------------------------------
+# ---- 3. vectors -----------------------------------------------------------------------------------------
 MEASURE = """
 import json, sys, time, resource
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096
-before = rss(); t0 = time.perf_counter()
-from grounding.vector_shards import load_vectors
+from grounding.vector_index import VectorIndex
 import hnswlib, numpy
 before = rss(); t0 = time.perf_counter()
-vi = load_vectors(__import__('pathlib').Path({folder!r}), resident=True)
+vi = VectorIndex.load(__import__('pathlib').Path({folder!r}))
 print(json.dumps({{"rss_bytes": rss() - before, "load_s": time.perf_counter() - t0}}))
 """
 
@@ -182,9 +181,8 @@ def measure_load(folder: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def shards(store: Path, work: Path, shard_rows: int) -> dict:
+def vectors(store: Path, work: Path) -> dict:
     from grounding.vector_index import ALIAS_BASE, VectorIndex
-    from grounding.vector_shards import ShardedVectorIndex, load_vectors
 
     folder = StoreLayout.of(store).index_dir
     vi = VectorIndex.load(folder)
@@ -196,48 +194,25 @@ def shards(store: Path, work: Path, shard_rows: int) -> dict:
     rows[alias] = vi.alias_rowids[labels[alias] - ALIAS_BASE]  # -1: an alias of a removed row
     keep = rows >= 0
     labels, vecs, rows = labels[keep], vecs[keep], rows[keep]
-    order = np.argsort(rows, kind="stable")
-    labels, vecs, rows = labels[order], vecs[order], rows[order]
     is_alias = labels >= ALIAS_BASE
     one = work / "one"
+    t0 = time.perf_counter()
     single = VectorIndex(dim=vi.dim)
     single.add("entity", rows, vecs, is_alias)
     single.save(one)
-    sharded_dir = work / "sharded"
-    t0 = time.perf_counter()
-    sh = ShardedVectorIndex.start(sharded_dir, vi.dim, shard_rows)
-    for start in range(0, len(rows), 4096):
-        sl = slice(start, start + 4096)
-        sh.add("entity", rows[sl], vecs[sl], is_alias[sl])
-    sh.save(sharded_dir)
     build_s = time.perf_counter() - t0
-    first = sharded_dir / "shards" / sh.shards[0]["name"]
-    shard_vectors = sum(sh.shards[0]["live"].values())
-    shard_disk = sum(p.stat().st_size for p in first.iterdir())
     one_disk = sum(p.stat().st_size for p in one.iterdir())
     queries = vecs[np.random.default_rng(0).choice(len(vecs), min(50, len(vecs)), replace=False)]
-    lat = {}
-    for resident in (True, False):
-        idx2 = load_vectors(sharded_dir, resident=resident)
-        t = []
-        for q in queries:
-            t0 = time.perf_counter()
-            idx2.search(q, 30)
-            t.append(time.perf_counter() - t0)
-        lat["resident" if resident else "one_at_a_time"] = statistics.median(t)
     t = []
     for q in queries:
         t0 = time.perf_counter()
         single.search(q, 30)
         t.append(time.perf_counter() - t0)
-    lat["one_index"] = statistics.median(t)
-    shard_mem, one_mem = measure_load(first), measure_load(one)
-    return {"entity_vectors": int(len(rows)), "rows": int(len(np.unique(rows))), "shard_rows": shard_rows,
-            "shards": len(sh.shards), "shard0_vectors": shard_vectors, "shard0_disk_bytes": shard_disk,
-            "shard0_rss_bytes": shard_mem["rss_bytes"], "one_index_disk_bytes": one_disk,
+    one_mem = measure_load(one)
+    return {"entity_vectors": int(len(rows)), "rows": int(len(np.unique(rows))), "one_index_disk_bytes": one_disk,
             "one_index_rss_bytes": one_mem["rss_bytes"], "one_index_load_s": one_mem["load_s"],
             "disk_bytes_per_vector": one_disk / len(rows), "rss_bytes_per_vector": one_mem["rss_bytes"] / len(rows),
-            "sharded_build_s": build_s, "search_p50_s": lat}
+            "build_s": build_s, "search_p50_s": statistics.median(t)}
 
 
 def main() -> int:
@@ -246,7 +221,6 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sq", type=int, default=60, help="SimpleQuestions valid questions through `ask` (0: none)")
     ap.add_argument("--page-sizes", default="10000,50000")
-    ap.add_argument("--shard-rows", type=int, default=20000)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -264,8 +238,8 @@ def main() -> int:
             print(json.dumps(report["pipeline"], indent=1))
             report["label_memory"] = label_memory(srv.url, work, [int(x) for x in args.page_sizes.split(",")])
             print(json.dumps(report["label_memory"], indent=1))
-        report["shards"] = shards(store, work, args.shard_rows)
-        print(json.dumps(report["shards"], indent=1))
+        report["vectors"] = vectors(store, work)
+        print(json.dumps(report["vectors"], indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report["load_average_end"] = load_average()

@@ -24,7 +24,13 @@ from grounding.embedder import (
 )
 from grounding.lexical_index import LexicalIndex
 from grounding.vector_index import KINDS, VectorIndex
-from grounding.vector_shards import SHARDS_DIR, ShardedVectorIndex, load_vectors
+from grounding.vector_stores import (
+    LOCAL_MILVUS_DB,
+    VectorBackend,
+    canonical_spec,
+    open_vectors,
+    start_vectors,
+)
 from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import store_lock
 from kb_dumps.label_memory import LabelMemory, LabelRow
@@ -98,7 +104,7 @@ def _chunks(rows: Iterator[LabelRow], size: int) -> Iterator[list[LabelRow]]:
         yield chunk
 
 
-def embed_rows(vi: VectorIndex | ShardedVectorIndex, rows: list[LabelRow], embedder: Embedder,
+def embed_rows(vi: VectorBackend, rows: list[LabelRow], embedder: Embedder,
                batch_size: int | None = None) -> int:
     """Embed `label: description` and each `alias: description` of some rows into the vector index."""
     texts: list[str] = []
@@ -143,33 +149,34 @@ def _swap_in(tmp: Path, final: Path) -> None:
 def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: bool = False,
                 batch_size: int | None = None,
                 chunk_rows: int = 4096, progress: bool | None = None,
-                on_chunk: Callable[[int], None] | None = None, shard_rows: int | None = None) -> IndexStats:
+                on_chunk: Callable[[int], None] | None = None, vector_store: str | None = None) -> IndexStats:
     """Build `<store>/index/`, or bring it up to date: rows whose generation is newer than the index's
     are re-embedded (their old vectors marked deleted); the lexical index is rebuilt (it is cheap).
 
-    `shard_rows`: split the vectors into shards of that many rows (grounding/vector_shards.py); 0 = one
-    index; None = as the existing index is (a change rebuilds)."""
+    `vector_store`: where the vectors go, a spec of grounding/vector_stores.py (`hnsw`, `milvus`,
+    `milvus:PATH.db`, `milvus:http://host:19530`); None = as the existing index is (hnsw for a new one); a
+    different one rebuilds."""
     open_memory(store_dir).close()  # a clear error for a missing store before any lock file is made
     # the writer lock: `ingest --append` copies the index into its new version and must not see half of it
     with store_lock(StoreLayout.of(store_dir).root):
         return _build(store_dir, canonical_name(model or DEFAULT_MODEL), rebuild, batch_size, chunk_rows, progress, on_chunk,
-                      shard_rows)
+                      vector_store)
 
 
 def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | None, chunk_rows: int,
-           progress: bool | None, on_chunk: Callable[[int], None] | None, shard_rows: int | None) -> IndexStats:
+           progress: bool | None, on_chunk: Callable[[int], None] | None, vector_store: str | None) -> IndexStats:
     t0 = time.perf_counter()
     folder = index_dir(store_dir)
     memory = open_memory(store_dir)
     try:
         meta = read_meta(store_dir)
         mem_gen = memory.generation
-        sharded_now = int((meta or {}).get("shard_rows") or 0)
-        shards = sharded_now if shard_rows is None else shard_rows
+        store_now = canonical_spec((meta or {}).get("vector_store"))
+        spec = store_now if vector_store is None else canonical_spec(vector_store)
         fingerprint = embedder_fingerprint(model)
         same_embedder = meta is not None and (meta.get("embedder"), meta.get("fingerprint")) == (model, fingerprint)
         fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or not same_embedder
-                 or not VectorIndex.exists(folder) or shards != sharded_now)
+                 or not VectorIndex.exists(folder) or spec != store_now or int(meta.get("shard_rows") or 0) > 0)
         if meta is not None and not rebuild and not same_embedder:
             log.warning("the index was built with %s (%s); rebuilding it with %s (%s)", meta.get("embedder", meta.get(
                 "model")), meta.get("fingerprint", "no fingerprint"), model, fingerprint)
@@ -181,10 +188,7 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | N
                               _peak_mb())
         embedder = get_embedder(model)
         folder.mkdir(parents=True, exist_ok=True)
-        if fresh:
-            vi = ShardedVectorIndex.start(folder, embedder.dim, shards) if shards else VectorIndex(dim=embedder.dim)
-        else:  # shards load one at a time: an update never holds the whole index
-            vi = load_vectors(folder, resident=False)
+        vi = start_vectors(folder, embedder.dim, spec) if fresh else open_vectors(folder, meta)
         embedded_texts = 0
         with _progress(total, progress, "embedding") as bar:
             for chunk in _chunks(memory.iter_rows(since), chunk_rows):
@@ -202,11 +206,11 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | N
         lex.save(tmp)
         _swap_in(tmp, folder / "lexical")
         vi.save(folder)
-        _remove_other_layout(folder, sharded=bool(shards))
+        _remove_other_layout(folder, spec)
         vectors = sum(s.live for s in vi.state.values())
         new_meta = {"format": INDEX_FORMAT, "model": model, "embedder": model, "fingerprint": fingerprint,
                     "dim": vi.dim, "generation": mem_gen,
-                    "rows": len(memory), "names": len(lex), "vectors": vectors, "shard_rows": shards,
+                    "rows": len(memory), "names": len(lex), "vectors": vectors, "vector_store": spec,
                     "built_at": time.time()}
         tmp_meta = folder / "meta.json.tmp"
         tmp_meta.write_text(json.dumps(new_meta, indent=1), encoding="utf-8")
@@ -218,13 +222,15 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | N
         memory.close()
 
 
-def _remove_other_layout(folder: Path, sharded: bool) -> None:
-    """After a switch between one index and shards, the files of the other layout are stale."""
-    if sharded:
+def _remove_other_layout(folder: Path, spec: str) -> None:
+    """After a switch of vector store, the files of the other one are stale (and a sharded index's, a layout
+    no longer written)."""
+    shutil.rmtree(folder / "shards", ignore_errors=True)
+    if not spec.startswith("hnsw"):
         for p in [*folder.glob("vectors-*.hnsw"), folder / "alias_rowids.npy", folder / "alias_kinds.npy"]:
             p.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(folder / SHARDS_DIR, ignore_errors=True)
+    if spec != "milvus":
+        shutil.rmtree(folder / LOCAL_MILVUS_DB, ignore_errors=True)
 
 
 def _peak_mb() -> float:

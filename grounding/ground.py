@@ -16,7 +16,7 @@ from grounding.context import check_context, confirmed_ids
 from grounding.embedder import Embedder, canonical_name, get_embedder, query_text
 from grounding.lexical_index import LexicalIndex
 from grounding.text import best_similarity, normalize
-from grounding.vector_shards import load_vectors
+from grounding.vector_stores import open_vectors
 from kb_dumps.errors import KBQAError, echo
 from kb_dumps.label_memory import LabelRow
 from kb_dumps.layout import StoreLayout
@@ -69,7 +69,7 @@ class Grounder:
 
     def __init__(self, store_dir: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
                  profile: str | KBProfile | None = None, model: str | None = None, build_missing: bool = False,
-                 embedder: Embedder | None = None, store: Any = None, resident_shards: bool = True):
+                 embedder: Embedder | None = None, store: Any = None):
         self.store_dir = Path(store_dir)
         meta = read_meta(self.store_dir)
         if meta is None:
@@ -88,8 +88,8 @@ class Grounder:
                         self.store_dir, self.store_dir)
         folder = index_dir(self.store_dir)
         self.lexical = LexicalIndex.load(folder / "lexical")
-        # a sharded index (kbqa index --shard-rows) with resident_shards=False keeps one shard in memory
-        self.vectors = load_vectors(folder, resident=resident_shards)
+        # the vector store the index was built with (meta "vector_store"; grounding/vector_stores.py)
+        self.vectors = open_vectors(folder, meta)
         self._embedder = embedder
         self.profile = get_profile(profile) if profile else self._profile_from_store()
         self._store = store
@@ -124,6 +124,8 @@ class Grounder:
     def close(self) -> None:
         if self._store is not None and hasattr(self._store, "close"):
             self._store.close()
+        if hasattr(self.vectors, "close"):
+            self.vectors.close()
         self.memory.close()
 
     # ---- grounding ----------------------------------------------------------------------

@@ -13,7 +13,8 @@ EXAMPLE = """examples:
   kbqa index --store kb/ --rebuild             re-embed every row from scratch
   kbqa index --store kb/ --embedder minilm     embed with MiniLM itself (slower to build and to start)
   kbqa index --store kb/ --format json         print what was done as JSON
-  kbqa index --store kb/ --shard-rows 1000000  vectors in shards of 1M rows (large KBs; grounding/README.md)"""
+  kbqa index --store kb/ --vector-store milvus:http://127.0.0.1:19530
+                                               vectors in a Milvus server (large KBs; grounding/README.md)"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -32,12 +33,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "setting KBQA_EMBEDDING_MODEL); a different embedder rebuilds the index")
     p.add_argument("--batch-size", type=integer(1, 1_000_000, "a batch size"), default=None,
                    help="texts per embedding batch (default: the embedder's; 64 for MiniLM)")
-    p.add_argument("--shard-rows", type=integer(0, None, "a shard size (0 = one index)"), default=None, metavar="N",
-                   help="split the vectors into hnswlib shards of N label-memory rows, searched together, so that "
-                        "building and (optionally) searching never hold the whole index; 0 = one index; default: "
-                        "as the existing index (a change rebuilds)")
+    p.add_argument("--vector-store", type=_vector_store, default=None, metavar="SPEC",
+                   help="where the vectors go: hnsw (the default: hnswlib files in the index folder), milvus (a Milvus "
+                        "Lite database in the index folder), milvus:PATH.db (one there), milvus:http://host:19530 (a "
+                        "Milvus server; the milvus extra); default: as the existing index (a change rebuilds)")
     add_format_flag(p)
     return p
+
+
+def _vector_store(spec: str) -> str:
+    """A spec of grounding/vector_stores.py (`hnsw`, `milvus[:TARGET]`); an unknown name is a usage error."""
+    from grounding.vector_stores import VECTOR_STORES
+    from kb_dumps.errors import KBQAError
+
+    try:
+        VECTOR_STORES.get(spec.partition(":")[0])
+    except KBQAError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     settings = get_settings()
     store = resolve_store(args.store)
     stats = build_index(store, model=args.model or settings.embedding_model, rebuild=args.rebuild,
-                        batch_size=args.batch_size, shard_rows=args.shard_rows)
+                        batch_size=args.batch_size, vector_store=args.vector_store)
     schema = _build_schema(store)
     if args.format == "json":
         print_json({**stats.to_dict(), "schema": schema})
