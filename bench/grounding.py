@@ -1,7 +1,8 @@
 """Grounding benchmark: accuracy on real gold links, and speed at 1M rows against rapidfuzz over all labels.
 
   python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini
-  python -m bench.grounding speed --rows 1000000 --embed 50000 --queries 300
+  python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini --vector-store milvus
+  python -m bench.grounding speed --rows 1000000 --queries 300 [--vector-store milvus]
 
 Reads ../shared/data (the benchmark inputs); not a test. Prints a summary and writes JSON (--out).
 """
@@ -13,6 +14,7 @@ import json
 import random
 import re
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -21,12 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from grounding.build import build_lexical, embed_rows
-from grounding.embedder import get_embedder
+from grounding.build import build_index
 from grounding.ground import Grounder
 from grounding.text import normalize
-from grounding.vector_index import VectorIndex
 from kb_dumps.label_memory import LabelMemory
+from kb_dumps.layout import StoreLayout
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 WD = "http://www.wikidata.org/entity/"
@@ -112,8 +113,31 @@ def summarise(records: list[dict]) -> dict:
             "top1_by_score": {b: f"{c}/{t}" for b, (c, t) in sorted(buckets.items())}}
 
 
+def reindexed(store: Path, vector_store: str, work: Path) -> Path:
+    """A bare store in `work` with `store`'s label memory and manifest, indexed with `vector_store` (the store
+    itself is left as it is). Grounding without KB context needs nothing else."""
+    layout = StoreLayout.of(store)
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(layout.labels, work / "labels.sqlite")
+    if layout.manifest_path.is_file():
+        shutil.copy2(layout.manifest_path, work / "manifest.json")
+    t0 = time.perf_counter()
+    stats = build_index(work, vector_store=vector_store, progress=False)
+    print(f"indexed {stats.vectors} vectors into {vector_store} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return work
+
+
 def accuracy(args: argparse.Namespace) -> dict:
-    g = Grounder(args.store, threshold=args.threshold)
+    work = Path(tempfile.mkdtemp(prefix="gbench-acc-")) if args.vector_store else None
+    try:
+        return _accuracy(args, reindexed(args.store, args.vector_store, work) if work else args.store)
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _accuracy(args: argparse.Namespace, store: Path) -> dict:
+    g = Grounder(store, threshold=args.threshold)
     mem = g.memory
     ali = DATA / "wikiwebquestions" / "wikisp_train_alignments.json"
     props = property_pairs(ali)
@@ -135,7 +159,8 @@ def accuracy(args: argparse.Namespace) -> dict:
              if lex is None or len({int(lex.a["names_rowid"][n]) for n in lex.exact(normalize(q[0]))}) <= 1}
     sq = [(m, None, gold) for m, gold in simplequestions_mentions(
         DATA / "simplequestions-wikidata" / "valid.txt", mem, args.sq_limit)]
-    out = {"store": str(args.store), "threshold": args.threshold,
+    out = {"store": str(args.store), "vector_store": args.vector_store or g.meta.get("vector_store", "hnsw"),
+           "threshold": args.threshold,
            "coverage": {"property_pairs": len(props), "property_pairs_in_kb": len(prop_q),
                         "entity_hints": len(ents), "entity_hints_in_kb_labelled": len(ent_q),
                         "entity_hints_in_kb_without_label": ent_unlabelled}}
@@ -193,7 +218,52 @@ def pct(xs: list[float]) -> dict:
     return {"p50_ms": round(float(np.percentile(a, 50)), 3), "p99_ms": round(float(np.percentile(a, 99)), 3)}
 
 
+def _build_child(store: str, vector_store: str | None, batch_size: int | None) -> dict:
+    """`kbqa index`'s own code path, in a fresh process: its peak RSS is the build's alone."""
+    stats = build_index(store, vector_store=vector_store, batch_size=batch_size, progress=False)
+    return stats.to_dict()
+
+
+def _query_child(store: str, queries: list[tuple[str, str]]) -> dict:
+    """Open the index as a query process does and time each part of `search`; peak RSS is the query side's."""
+    t0 = time.perf_counter()
+    g = Grounder(store)
+    load_s = time.perf_counter() - t0
+    enc, lexs, vecs_t, hyb, hits = [], [], [], [], 0
+    for q, gold in queries:
+        t0 = time.perf_counter()
+        v = g.encode_query(q)
+        enc.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        g.lexical.search(q, 30)
+        lexs.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        g.vectors.search(v, 30)
+        vecs_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        res = g.search(q, query_vector=v, k=10)
+        hyb.append(time.perf_counter() - t0)
+        hits += gold in [c.id for c in res.candidates]
+    g.close()
+    return {"index_load_s": round(load_s, 2), "encode": pct(enc), "lexical": pct(lexs), "vector": pct(vecs_t),
+            "hybrid_excl_encode": pct(hyb), "hybrid_top10_recall": round(hits / max(len(queries), 1), 4),
+            "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def _in_fresh_process(fn_name: str, *args):  # noqa: ANN002, ANN202 - a function of this module, its result
+    import importlib
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    fn = getattr(importlib.import_module("bench.grounding"), fn_name)  # pickled by module name, also under -m
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
 def speed(args: argparse.Namespace) -> dict:
+    """A label memory of `--rows` rows (the real labels, then generated ones), indexed by `build_index` (what
+    `kbqa index` runs: the default static embedder, every row embedded) in one process and queried in
+    another, so each peak RSS is its own; rapidfuzz over every label in this one, on the same queries."""
     from rapidfuzz import fuzz, process
 
     rng = random.Random(7)
@@ -214,85 +284,41 @@ def speed(args: argparse.Namespace) -> dict:
         chunk = rows[i:i + 50_000]
         mem.merge_texts({WD + r[0]: {"label": r[2], "description": r[3], "kind": r[1]} for r in chunk}, gen)
     mem.commit()
-    fig: dict = {"rows": len(rows), "real_labels": len(real), "memory_write_s": round(time.perf_counter() - t0, 1)}
-    print(f"memory: {len(rows)} rows ({len(real)} real) in {fig['memory_write_s']} s", flush=True)
-    emb = get_embedder(args.model)
-    vi = VectorIndex(dim=emb.dim)
-    embed_n = min(args.embed, len(rows))
-    all_rows = list(mem.iter_rows())
-    t0 = time.perf_counter()
-    for i in range(0, embed_n, 4096):
-        embed_rows(vi, all_rows[i:i + 4096], emb, batch_size=args.batch_size)
-    fig["embed_rows_per_s"] = round(embed_n / (time.perf_counter() - t0), 1)
-    print(f"embedded {embed_n} rows: {fig['embed_rows_per_s']} rows/s", flush=True)
-    # the rest of the index: perturbed copies of real vectors (embedding 1M rows takes ~40 min here)
-    nprng = np.random.default_rng(1)
-    some = [(k, lab) for k, idx in vi.indexes.items() for lab in idx.get_ids_list()[:5000]]
-    real_vecs = np.asarray([vi.indexes[k].get_items([lab])[0] for k, lab in some[::max(1, len(some) // 5000)]],
-                           dtype=np.float32)
-    t0 = time.perf_counter()
-    for i in range(embed_n, len(all_rows), 50_000):
-        chunk = all_rows[i:i + 50_000]
-        base = real_vecs[nprng.integers(0, len(real_vecs), len(chunk))]
-        # per-dimension noise 0.03 on unit vectors (~0.05 per dimension): cosine to the source ~0.85
-        vecs = base + nprng.normal(0, 0.03, base.shape).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        kinds = np.asarray([r.kind for r in chunk])
-        rids = np.asarray([r.rowid for r in chunk], dtype=np.int64)
-        for kind in ("entity", "property", "class"):
-            m = kinds == kind
-            if m.any():
-                vi.add(kind, rids[m], vecs[m], np.zeros(int(m.sum()), dtype=bool))
-    fig["hnsw_insert_rows_per_s"] = round((len(all_rows) - embed_n) / max(time.perf_counter() - t0, 1e-9), 1)
-    t0 = time.perf_counter()
-    lex = build_lexical(mem)
-    fig["lexical_build_s"] = round(time.perf_counter() - t0, 1)
-    print(f"hnsw inserts {fig['hnsw_insert_rows_per_s']} rows/s; lexical build {fig['lexical_build_s']} s", flush=True)
-    folder = tmp / "index"
-    lex.save(folder / "lexical")
-    vi.save(folder)
-    (folder / "meta.json").write_text(json.dumps({"format": 1, "model": args.model, "generation": gen,
-                                                  "rows": len(rows), "vectors": len(rows)}), encoding="utf-8")
     mem.close()
-    t0 = time.perf_counter()
-    g = Grounder(tmp, embedder=emb)
-    fig["index_load_s"] = round(time.perf_counter() - t0, 2)
-    # queries: real labels among the embedded rows, perturbed as users type them
-    sample = rng.sample(all_rows[:embed_n], min(args.queries, embed_n))
-    queries = [(perturb(r.label, rng), r.id) for r in sample]
-    enc, lexs, vecs_t, hyb, hits = [], [], [], [], 0
-    for q, gold in queries:
-        t0 = time.perf_counter()
-        v = g.encode_query(q)
-        enc.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g.lexical.search(q, 30)
-        lexs.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g.vectors.search(v, 30)
-        vecs_t.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        res = g.search(q, query_vector=v, k=10)
-        hyb.append(time.perf_counter() - t0)
-        hits += gold in [c.id for c in res.candidates]
-    labels = [r.label for r in all_rows]
+    (tmp / "manifest.json").write_text(json.dumps({"profile": "wikidata"}), encoding="utf-8")
+    fig: dict = {"rows": len(rows), "real_labels": min(len(real), len(rows)), "vector_store": args.vector_store or "hnsw",
+                 "memory_write_s": round(time.perf_counter() - t0, 1)}
+    print(f"memory: {len(rows)} rows ({fig['real_labels']} real) in {fig['memory_write_s']} s", flush=True)
+    built = _in_fresh_process("_build_child", str(tmp), args.vector_store, args.batch_size)
+    fig.update({"embedder": built["model"], "vectors": built["vectors"], "build_s": round(built["seconds"], 1),
+                "build_rows_per_s": round(built["rows_per_s"], 1), "build_peak_rss_mb": round(built["peak_rss_mb"], 1),
+                "index_disk_mb": round(sum(p.stat().st_size for p in (tmp / "index").rglob("*") if p.is_file()) / 2**20, 1)})
+    print(f"index ({fig['embedder']}, {fig['vector_store']}): {fig['vectors']} vectors in {fig['build_s']} s "
+          f"({fig['build_rows_per_s']} rows/s), peak RSS {fig['build_peak_rss_mb']} MB, {fig['index_disk_mb']} MB on disk",
+          flush=True)
+    # queries: real labels (the first --query-pool rows), perturbed as users type them
+    pool = rows[:min(args.query_pool, fig["real_labels"])]
+    queries = [(perturb(r[2], rng), WD + r[0]) for r in rng.sample(pool, min(args.queries, len(pool)))]
+    fig.update(_in_fresh_process("_query_child", str(tmp), queries))
+    labels = [r[2] for r in rows]
     rf, rf_hits = [], 0
     for q, gold in queries[:args.rapidfuzz_queries]:
         t0 = time.perf_counter()
         top = process.extract(q, labels, scorer=fuzz.WRatio, limit=10)
         rf.append(time.perf_counter() - t0)
-        rf_hits += any(all_rows[i].id == gold for _, _, i in top)
-    fig.update({"encode": pct(enc), "lexical": pct(lexs), "vector": pct(vecs_t), "hybrid_excl_encode": pct(hyb),
-                "rapidfuzz_extract_all": pct(rf), "hybrid_top10_recall": round(hits / len(queries), 4),
-                "rapidfuzz_top10_recall": round(rf_hits / max(len(rf), 1), 4), "queries": len(queries),
-                "rapidfuzz_queries": len(rf),
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
+        rf_hits += any(WD + rows[i][0] == gold for _, _, i in top)
+    fig.update({"rapidfuzz_extract_all": pct(rf), "rapidfuzz_top10_recall": round(rf_hits / max(len(rf), 1), 4),
+                "queries": len(queries), "rapidfuzz_queries": len(rf)})
     fig["speedup_lexical_vs_rapidfuzz_p50"] = round(fig["rapidfuzz_extract_all"]["p50_ms"] / fig["lexical"]["p50_ms"], 1)
     fig["speedup_hybrid_vs_rapidfuzz_p50"] = round(
         fig["rapidfuzz_extract_all"]["p50_ms"] / fig["hybrid_excl_encode"]["p50_ms"], 1)
-    g.close()
     for key in ("encode", "lexical", "vector", "hybrid_excl_encode", "rapidfuzz_extract_all"):
         print(f"{key:24s} p50 {fig[key]['p50_ms']:8.2f} ms   p99 {fig[key]['p99_ms']:8.2f} ms", flush=True)
+    print(f"peak RSS: build {fig['build_peak_rss_mb']} MB, query {fig['query_peak_rss_mb']} MB; top-10 recall: hybrid "
+          f"{fig['hybrid_top10_recall']}, rapidfuzz {fig['rapidfuzz_top10_recall']}; speed-up p50 vs rapidfuzz: lexical "
+          f"{fig['speedup_lexical_vs_rapidfuzz_p50']}x, hybrid {fig['speedup_hybrid_vs_rapidfuzz_p50']}x", flush=True)
+    if not args.workdir:
+        shutil.rmtree(tmp, ignore_errors=True)
     return fig
 
 
@@ -305,13 +331,15 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--sq-limit", type=int, default=500, help="SimpleQuestions valid questions to use")
     s = sub.add_parser("speed", help="latency at scale against rapidfuzz over all labels")
     s.add_argument("--rows", type=int, default=1_000_000)
-    s.add_argument("--embed", type=int, default=20_000, help="rows embedded for real (the issue allows <= 200k)")
     s.add_argument("--queries", type=int, default=300)
+    s.add_argument("--query-pool", type=int, default=20_000, help="queries are drawn from the first N real labels")
     s.add_argument("--rapidfuzz-queries", type=int, default=50, help="queries timed with rapidfuzz (slow)")
-    s.add_argument("--batch-size", type=int, default=128)
-    s.add_argument("--model", default="all-MiniLM-L6-v2")
-    s.add_argument("--workdir", default=None, help="where the bench memory and index go (default: a temp dir)")
+    s.add_argument("--batch-size", type=int, default=None, help="texts per embedding batch (default: the embedder's)")
+    s.add_argument("--workdir", default=None, help="where the bench memory and index go (default: a temp dir, removed)")
     for p in (a, s):
+        p.add_argument("--vector-store", default=None, metavar="SPEC",
+                       help="as `kbqa index --vector-store` (default hnsw); accuracy: the store's label memory is "
+                            "indexed again with it in a temporary folder")
         p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     fig = accuracy(args) if args.part == "accuracy" else speed(args)
