@@ -114,3 +114,16 @@ def test_a_name_in_another_word_order_is_linked(zoo: ExploreTranslator) -> None:
     assert score("What is the year of birth of Leo?") >= 0.9
     assert score("Give the year of birth for each lion.") >= 0.9
     assert score("Which year had the most visitors?") < 0.9  # one word of the name is not the name
+
+
+def test_items_are_also_shown_by_their_display_column(library: ExploreTranslator, zoo: ExploreTranslator) -> None:
+    from kbqa.translators.explore_display import DisplayColumns
+
+    # every text attribute of the books repeats (two writers, two shelves, two wings for three books): none names
+    # the books apart
+    assert DisplayColumns(library.schema, library.store).of(LIB + "Book") is None
+    cols = DisplayColumns(zoo.schema, zoo.store)
+    assert cols.of("http://example.org/zoo/Keeper") == "http://example.org/zoo/name"  # one name per keeper
+    assert cols.of("http://example.org/zoo/Animal") is None  # species and birth years repeat
+    shown = [g for g in _shapes(zoo, "Which keepers are there?") if g.features.get("display")]
+    assert shown and (("http://example.org/zoo/name",) in [tuple(s.pred for s in p) for p in shown[0].answer])

@@ -24,6 +24,7 @@ from kb_dumps.store import Store
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.explore_anchors import number_units, value_owners
 from kbqa.translators.explore_chooser import Chooser, make_chooser
+from kbqa.translators.explore_display import DisplayColumns
 from kbqa.translators.explore_facts import FactsCheck
 from kbqa.translators.explore_fallback import WEAK_SCORE, CaseFallback, weak
 from kbqa.translators.explore_features import CandidateFeatures
@@ -77,6 +78,7 @@ class ExploreTranslator(Translator):
         self.store = store
         self.schema = schema or open_schema(self.store_dir, store, self.profile, self.memory)
         self.paths = SchemaPaths(self.schema)
+        self.display = DisplayColumns(self.schema, self.store)  # each class's name column, found once
         store_weights = layout.current / "ranker.json"  # written by `kbqa train --ranker` for this store
         self.ranker = ranker or _load_ranker(store_weights if store_weights.is_file() else None)
         self.budget_s, self.cap = budget_s, cap
@@ -277,7 +279,8 @@ class ExploreTranslator(Translator):
         """Linked anchors, the checked candidates best first, and what the search did."""
         t0 = time.perf_counter()
         a = self.anchors(question)
-        search = Search(self.schema, self.paths, self.store, budget_s=self.budget_s, cap=self.cap)
+        search = Search(self.schema, self.paths, self.store, budget_s=self.budget_s, cap=self.cap,
+                        display=self.display)
         seen: set[str] = set()
         pool: list[Graph] = []
         for g in search.candidates(a):

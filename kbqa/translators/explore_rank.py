@@ -25,7 +25,7 @@ DEFAULT_RANKER_PATH = Path(__file__).with_name("explore_ranker.json")
 # The features every candidate gets (missing ones are 0); `bias` is the constant term.
 FEATURES = ("coverage", "cond_score", "focus", "cue_ok", "cue_miss", "cmp", "neg", "joins", "n_conds", "size",
             "has_rows", "log_rows", "one_row", "rel_sim", "rel_lex", "case_vote", "case_entity", "hop", "vsim", "lex_p",
-            "lex_r", "name_filter", "struct_prior", "ungated")
+            "lex_r", "name_filter", "struct_prior", "ungated", "display")
 
 
 @dataclass

@@ -9,6 +9,7 @@ stand). The schema memory prunes predicates that cannot connect; the store answe
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
+from kbqa.translators.explore_display import DisplayColumns
 from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
 from kbqa.translators.explore_link import Cues, Link, cue_spans, overlaps
 from kbqa.translators.explore_paths import SchemaPaths
@@ -53,8 +55,9 @@ class Search:
     """Builds and checks candidate graphs for one question within a time budget and a candidate cap."""
 
     def __init__(self, schema: SchemaMemory, paths: SchemaPaths, store: object, *, budget_s: float = 2.0,
-                 cap: int = 400):
+                 cap: int = 400, display: DisplayColumns | None = None):
         self.schema, self.paths, self.store = schema, paths, store
+        self.display = display
         self.budget_s, self.cap = budget_s, cap
         self.deadline = 0.0
         self.truncated = False
@@ -131,6 +134,22 @@ class Search:
                                   "joins": sum(max(len(c.path) - 1, 0) for c in g.conds),
                                   "coverage": _coverage(a, spans + shape.spans), **shape.features}
                     yield g
+                    shown = self._with_display(g)
+                    if shown is not None:
+                        yield shown
+
+    def _with_display(self, g: Graph) -> Graph | None:
+        """The same candidate also showing its items' display column (explore_display.py), when it shows items."""
+        if self.display is None or g.form != "select" or () not in g.answer or (g.aggs and not g.group) \
+                or not g.focus_class:
+            return None
+        col = self.display.of(g.focus_class)
+        if col is None or (Step(col),) in g.answer:
+            return None
+        shown = copy.copy(g)
+        shown.answer = list(g.answer) + [(Step(col),)]
+        shown.features = {**g.features, "display": 1.0}
+        return shown
 
     def _cond_sets(self, a: Anchors, focus: str, used: list[tuple[int, int]]
                    ) -> Iterator[tuple[list[Cond], list[tuple[int, int]], float]]:
