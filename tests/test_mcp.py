@@ -251,3 +251,39 @@ def test_stdio_answers_every_malformed_line(setup: dict) -> None:
     finally:
         assert server.close() == 0
     assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace")
+
+
+def test_http_answers_every_malformed_body(setup: dict) -> None:
+    """The same messages POSTed to /mcp (the SDK answered with `id: null` and pydantic's whole text, and took
+    `"id": true` for a notification: 202, no reply): each is a 400 with one short JSON-RPC error; good calls, a
+    notification and the body limit keep the SDK's answers."""
+    import httpx
+
+    log = setup["log"].with_name("raw-http.log")
+    with HttpServer(setup["args"], setup["env"], log) as server, httpx.Client(timeout=60) as http:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        init = http.post(server.url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        assert init.status_code == 200 and init.json()["id"] == 1, init.text
+        session = {**headers, "mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        note = http.post(server.url, headers=session, content=b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        assert note.status_code == 202, note.text
+        for body, rid, code, words in [*MALFORMED_LINES, (b"", None, -32700, "the request body is not JSON"),
+                                       (b'{"jsonrpc":"2.0",\n "id":"a",\n "method":"ping", "params":[]}', "a", -32602,
+                                        '"params" must be an object')]:
+            got = http.post(server.url, headers=session, content=body)
+            # a well-formed tools/call with bad arguments is the session's to answer (its JSON-RPC error, HTTP 200)
+            assert got.status_code == (200 if rid == 16 else 400), (body, got.text)
+            err = got.json()
+            assert set(err) == {"jsonrpc", "id", "error"} and err["id"] == rid and err["error"]["code"] == code, (body, err)
+            assert words in err["error"]["message"] and len(err["error"]["message"]) < 200, err
+        too_big = http.post(server.url, headers=session, content=b'{"x":"' + b"a" * (300 * 1024) + b'"}')
+        assert too_big.status_code == 413, too_big.text
+        good = http.post(server.url, headers=session, json={"jsonrpc": "2.0", "id": 99, "method": "tools/list"})
+        assert good.status_code == 200 and good.json()["id"] == 99, good.text
+        assert {t["name"] for t in good.json()["result"]["tools"]} == TOOLS
+        call = http.post(server.url, headers=session, json={"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                                                            "params": {"name": "ask", "arguments": {"question": QUESTION}}})
+        assert call.status_code == 200 and not call.json()["result"]["isError"], call.text
+        assert server.stop() == 0
+    assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace")

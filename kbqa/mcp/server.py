@@ -349,10 +349,13 @@ def serve(settings: ServerSettings, transport: Literal["stdio", "http"] = "stdio
         return
     import uvicorn
 
-    # The SDK bounds the body itself, with the HTTP server's limit. Plain JSON answers instead of an SSE stream
-    # per call: no tool sends progress or log notifications mid-call, and SSE tripled the transport's cost
-    # (bench/mcp_latency.py: +16 ms vs +6 ms per `ask` at the median).
+    from kbqa.mcp.http import CheckedBodies
+
+    # The SDK bounds the body itself, with the HTTP server's limit; CheckedBodies answers a body that is not an MCP
+    # message with one JSON-RPC error (kbqa/mcp/http.py), as the stdio transport does for a line. Plain JSON answers
+    # instead of an SSE stream per call: no tool sends progress or log notifications mid-call, and SSE tripled the
+    # transport's cost (bench/mcp_latency.py: +16 ms vs +6 ms per `ask` at the median).
     app = server.streamable_http_app(max_request_body_size=settings.max_body_bytes, host=settings.host,
                                      json_response=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning",
-                timeout_graceful_shutdown=settings.graceful_timeout_s)
+    uvicorn.run(CheckedBodies(app, settings.max_body_bytes), host=settings.host, port=settings.port,
+                log_level="warning", timeout_graceful_shutdown=settings.graceful_timeout_s)

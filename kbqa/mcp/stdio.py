@@ -84,12 +84,13 @@ def _request_id(data: dict[str, Any]) -> str | int | None:
     return rid
 
 
-def rejection(line: bytes) -> JSONRPCError | None:
-    """The JSON-RPC error for a line that is not an MCP message; None when the SDK can read it."""
+def rejection(line: bytes, unit: str = "line") -> JSONRPCError | None:
+    """The JSON-RPC error for a line (`unit`: or an HTTP request body) that is not an MCP message; None when the
+    SDK can read it."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return _error(None, PARSE_ERROR, f"Parse error: the line is not UTF-8 text (byte {e.start})")
+        return _error(None, PARSE_ERROR, f"Parse error: the {unit} is not UTF-8 text (byte {e.start})")
     try:
         message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as e:
@@ -104,7 +105,7 @@ def rejection(line: bytes) -> JSONRPCError | None:
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):
-        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON (one JSON-RPC message per line)")
+        return _error(None, PARSE_ERROR, f"Parse error: the {unit} is not JSON (one JSON-RPC message per {unit})")
     if not isinstance(data, dict):
         what = "a batch (an array)" if isinstance(data, list) else _json_type(data)
         return _error(None, INVALID_REQUEST, f"Invalid Request: a message is a JSON object, not {what}")
