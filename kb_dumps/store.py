@@ -2,9 +2,10 @@
 
 pyoxigraph cannot interrupt a running query, so queries run in a worker process that opens
 the store read-only; at the deadline the worker is killed and a fresh one is started for the
-next query. Results come back as plain data in the shape of SPARQL JSON results.
+next query. Results come back as plain data in the shape of SPARQL JSON results (`query`), or written by
+the worker in the client's format as bytes (`write`, for /sparql: kb_dumps/results.py).
 `SERVICE` and updates are refused before anything runs, decided from the tokens Oxigraph reads
-(kb_dumps/sparql_check.py):
+(kb_dumps/sparql_check.py), in the worker under the query's deadline:
 pyoxigraph would otherwise call out to the network. Behind that check, the worker has no network where
 the OS allows it and a bounded address space (kb_dumps/sandbox.py); a query past the memory bound or
 the result-size bound fails at stage execute (exit 4) and the worker is replaced.
@@ -22,7 +23,9 @@ from typing import Any, Protocol
 
 from kb_dumps.errors import EXIT_BACKEND, KBQAError, QueryError, StoreError
 from kb_dumps.layout import StoreLayout
-from kb_dumps.sparql_check import QueryFacts, check_query
+from kb_dumps.results import Written, write_fast, write_rows
+from kb_dumps.sparql_check import QueryFacts, RefusedQuery, check_query
+from kb_dumps.xml_check import Unwritable
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 10_000
@@ -113,9 +116,8 @@ class Dataset:
         return bool(self.default_graphs or self.named_graphs)
 
 
-def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = None, has_dataset: bool = False,
-              result_bytes: int = DEFAULT_RESULT_BYTES) -> QueryResult:
-    """Run one query on an open pyoxigraph store (in the worker), converting to plain data.
+def _execute(store: Any, query: str, dataset: Dataset | None, has_dataset: bool) -> Any:
+    """The pyoxigraph result of one query on an open store (in the worker).
 
     `dataset` (protocol parameters) overrides the query's FROM / FROM NAMED, as the protocol says; `has_dataset`:
     the query has FROM / FROM NAMED of its own (then the union default graph must not override it)."""
@@ -130,13 +132,21 @@ def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = No
         options["named_graphs"] = [ox.NamedNode(g) for g in dataset.named_graphs]
     elif not has_dataset:
         options["use_default_graph_as_union"] = True
-    t0 = time.perf_counter()
     try:
-        res = store.query(query, **options)
+        return store.query(query, **options)
     except SyntaxError as e:
         raise QueryError(f"the query does not parse: {e}", stage="execute") from None
     except (OSError, ValueError, RuntimeError) as e:
         raise QueryError(f"the query failed: {e}", stage="execute") from None
+
+
+def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = None, has_dataset: bool = False,
+              result_bytes: int = DEFAULT_RESULT_BYTES) -> QueryResult:
+    """Run one query on an open pyoxigraph store (in the worker), converting to plain data (see `_execute`)."""
+    import pyoxigraph as ox
+
+    t0 = time.perf_counter()
+    res = _execute(store, query, dataset, has_dataset)
     if isinstance(res, ox.QueryBoolean):
         return QueryResult(kind="ask", boolean=bool(res), elapsed_s=time.perf_counter() - t0)
     if isinstance(res, ox.QuerySolutions):
@@ -159,6 +169,38 @@ def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = No
                                 "select fewer or shorter values (setting KBQA_QUERY_RESULT_BYTES)", "result")
         rows.append(row)
     return QueryResult(kind=kind, vars=names, rows=rows, truncated=truncated, elapsed_s=time.perf_counter() - t0)
+
+
+def write_result(store: Any, query: str, row_cap: int, dataset: Dataset | None, facts: QueryFacts,
+                 result_bytes: int, formats: tuple[str | None, str | None]) -> Written:
+    """Run one query (in the worker) and write its result as bytes: `formats` is (the format of a SELECT / ASK
+    result, of a CONSTRUCT / DESCRIBE one), None where the client accepts none (kb_dumps/results.py)."""
+    import pyoxigraph as ox
+
+    table, graph = formats
+    if facts.form in ("select", "ask"):
+        res = _execute(store, query, dataset, facts.has_dataset)
+        kind = "ask" if isinstance(res, ox.QueryBoolean) else "select" if isinstance(res, ox.QuerySolutions) else "graph"
+        fmt = graph if kind == "graph" else table
+        if fmt is None:
+            return Written(kind, None)
+        body = write_fast(res, fmt, row_cap, result_bytes) if kind != "graph" else None
+        if body is not None:
+            return Written(kind, fmt, body)
+    rows = run_query(store, query, row_cap, dataset, facts.has_dataset, result_bytes)
+    fmt = graph if rows.kind == "graph" else table
+    if fmt is None:
+        return Written(rows.kind, None)
+    return Written(rows.kind, fmt, write_rows(rows, fmt), rows.truncated, len(rows.rows))
+
+
+def _answer(store: Any, msg: tuple) -> tuple[str, Any]:
+    """One request in the worker: the check (kb_dumps/sparql_check.py), under the caller's deadline, then the query."""
+    query, row_cap, dataset, result_bytes, formats = msg
+    facts = check_query(query)
+    if formats is None:
+        return "ok", run_query(store, query, row_cap, dataset, facts.has_dataset, result_bytes)
+    return "written", write_result(store, query, row_cap, dataset, facts, result_bytes, formats)
 
 
 def _worker_main(path: str, conn: Any, memory_bytes: int | None) -> None:
@@ -186,9 +228,12 @@ def _worker_main(path: str, conn: Any, memory_bytes: int | None) -> None:
             return
         if msg is None:
             return
-        query, row_cap, dataset, has_dataset, result_bytes = msg
         try:
-            conn.send(("ok", run_query(store, query, row_cap, dataset, has_dataset, result_bytes)))
+            conn.send(_answer(store, msg))
+        except RefusedQuery as e:
+            conn.send(("refused", (e.info.message, e.refusal)))
+        except Unwritable as e:
+            conn.send(("unwritable", e.info.message))
         except ResourceError as e:
             conn.send(("resource", (e.info.message, e.resource)))
         except QueryError as e:
@@ -284,7 +329,18 @@ class LocalStore:
               dataset: Dataset | None = None) -> QueryResult:
         """Run a read-only SPARQL query. Raises QueryError (bad query, SERVICE, timeout; ResourceError past
         the memory or result bound). `dataset`: the protocol's default and named graphs."""
-        facts = check_query_text(query)
+        return self._request(query, timeout_s, row_cap, dataset, None)
+
+    def write(self, query: str, formats: tuple[str | None, str | None], timeout_s: float | None = None,
+              row_cap: int | None = None, dataset: Dataset | None = None) -> Written:
+        """Run a read-only query and get its result written by the worker as bytes: `formats` is (the format of a
+        SELECT / ASK result, of a CONSTRUCT / DESCRIBE one; kb_dumps/results.py). The errors of `query`, and
+        Unwritable for what the format cannot carry."""
+        return self._request(query, timeout_s, row_cap, dataset, formats)
+
+    def _request(self, query: str, timeout_s: float | None, row_cap: int | None, dataset: Dataset | None,
+                 formats: tuple[str | None, str | None] | None) -> Any:
+        # the check runs in the worker, under the same deadline and memory bound as the query
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.row_cap if row_cap is None else row_cap
         with self._lock:
@@ -292,7 +348,7 @@ class LocalStore:
                 self._start()
             self._interrupted = False
             try:
-                self._conn.send((query, cap, dataset, facts.has_dataset, self.result_bytes))
+                self._conn.send((query, cap, dataset, self.result_bytes, formats))
                 ready = self._conn.poll(timeout)
             except (OSError, EOFError) as e:
                 self._kill()
@@ -307,8 +363,12 @@ class LocalStore:
                 status, payload = self._conn.recv()
             except (OSError, EOFError):
                 raise self._died() from None
-        if status == "ok":
+        if status in ("ok", "written"):
             return payload
+        if status == "refused":
+            raise RefusedQuery(*payload)
+        if status == "unwritable":
+            raise Unwritable(payload)
         if status == "resource":
             message, resource = payload
             if resource == "memory":

@@ -25,6 +25,7 @@ from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, install_error_handlers, result_response
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
 from kbqa.server.settings import ServerSettings
+from kbqa.server.sparql import Prefixes, SparqlRoute
 from kbqa.server.sparql import router as sparql_router
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class AppState:
     engines: EnginePool | None = None
     store_pool: StorePool | None = None
     profile: Any = None
+    prefixes: Prefixes | None = None  # declares the profile's prefixes a /sparql query leaves undeclared
 
 
 def default_engine_factory(settings: ServerSettings) -> Callable[[], Engine]:
@@ -82,6 +84,7 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         engine = state.engines.workers[0].engine
         if getattr(engine, "store_dir", None) is not None or settings.sparql_endpoint:
             state.profile = engine.profile
+            state.prefixes = Prefixes(engine.profile.prefixes) if engine.profile is not None else None
             state.store_pool = StorePool(engine.store_dir, settings.sparql_workers, settings.query_timeout_s,
                                          settings.row_cap, endpoint=settings.sparql_endpoint,
                                          dialect=settings.endpoint_dialect)
@@ -99,6 +102,7 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
                   description="Knowledge-graph question answering with checked SPARQL. Every error is "
                               "`{\"error\": {\"stage\", \"message\"}}`; /v1 results are `kbqa ask --format json`.")
     app.state.kbqa = state
+    app.add_middleware(SparqlRoute, state=state)  # innermost: inside both limits, before FastAPI's routing
     app.add_middleware(InflightLimit, gate=state.gate)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # outermost: before anything reads it
     install_error_handlers(app)

@@ -116,6 +116,15 @@ class EnginePool:
             w.executor.shutdown(wait=False, cancel_futures=True)
 
 
+def _write_endpoint(res: Any, formats: tuple[str | None, str | None]) -> Any:
+    from kb_dumps.results import Written, write_rows
+
+    fmt = formats[1] if res.kind == "graph" else formats[0]
+    if fmt is None:
+        return Written(res.kind, None)
+    return Written(res.kind, fmt, write_rows(res, fmt), res.truncated, len(res.rows))
+
+
 class StorePool:
     """`n` stores for /sparql: LocalStores over one store directory (each query runs in a worker process), or
     EndpointStores when queries go to a remote SPARQL endpoint (given, or named by a remote store directory)."""
@@ -142,7 +151,10 @@ class StorePool:
             elif isinstance(r, BaseException):
                 raise r
 
-    async def query(self, query: str, queue_timeout_s: float, dataset: Any = None) -> Any:
+    async def query(self, query: str, queue_timeout_s: float, dataset: Any = None,
+                    formats: tuple[str | None, str | None] = ("JSON", "TURTLE")) -> Any:
+        """The result of `query` written as bytes (kb_dumps.results.Written): by the worker process of a LocalStore,
+        here for an EndpointStore. `formats`: see `LocalStore.write`."""
         try:
             store = await asyncio.wait_for(self._free.get(), queue_timeout_s)
         except TimeoutError:
@@ -156,9 +168,10 @@ class StorePool:
         task = asyncio.current_task()
         if task is not None:
             self._running[task] = store
-        # LocalStore takes the protocol's dataset and base IRI; an EndpointStore only the query
-        call = (lambda: store.query(query, dataset=dataset)) if hasattr(store, "interrupt") else (
-            lambda: store.query(query))
+        # LocalStore takes the protocol's dataset and base IRI, and writes the result in its worker; an
+        # EndpointStore takes only the query, and its rows are written here
+        call = (lambda: store.write(query, formats, dataset=dataset)) if hasattr(store, "interrupt") else (
+            lambda: _write_endpoint(store.query(query), formats))
         future = loop.run_in_executor(None, call)
 
         def release(_: Any) -> None:

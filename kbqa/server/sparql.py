@@ -1,30 +1,37 @@
 """`GET|POST /sparql`: the SPARQL 1.1 Protocol over the local store, read-only, results by content negotiation.
 
-Queries run through `LocalStore.query` (worker process, deadline, row cap). Results are written by
-pyoxigraph's own serializers: the worker's SPARQL-JSON-shaped rows are read back as query solutions
-and serialized as SPARQL JSON / XML / CSV / TSV; CONSTRUCT and DESCRIBE triples as Turtle, N-Triples or
-RDF/XML (a result XML cannot carry is refused with 406: kbqa/server/xml_check.py). Updates are refused
-with 403 and SERVICE with 400 before anything runs (decided from the tokens
-Oxigraph reads: kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
+Queries run through `LocalStore.write` (worker process, deadline, row cap): the worker checks the query, runs
+it and writes the result with pyoxigraph's own serializers in the negotiated format (SPARQL JSON / XML / CSV /
+TSV; CONSTRUCT and DESCRIBE triples as Turtle, N-Triples or RDF/XML), and the bytes go to the client as they
+are (kb_dumps/results.py; a result XML cannot carry is refused with 406: kb_dumps/xml_check.py). Updates are
+refused with 403 and SERVICE with 400 before anything runs (decided from the tokens Oxigraph reads:
+kb_dumps/sparql_check.py). The protocol's `default-graph-uri` / `named-graph-uri` choose the dataset among
 the store's named graphs. When the client goes away, its query's worker is killed.
+
+`SparqlRoute` serves GET and POST /sparql as plain ASGI, inside the body and in-flight limits but outside
+FastAPI's routing and dependency machinery (a third of the request's CPU for a small query); the FastAPI
+routes below document the endpoint in /openapi.json and answer the same way when reached.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from starlette.datastructures import URL
 
 from kb_dumps.errors import EndpointError, QueryError, StoreError
+from kb_dumps.results import Written
 from kb_dumps.sparql_check import RefusedQuery
-from kb_dumps.store import Dataset, QueryResult, ResourceError, Term
-from kbqa.server.errors import ServerError
+from kb_dumps.store import Dataset, ResourceError
+from kb_dumps.xml_check import Unwritable
+from kbqa.server.errors import ServerError, error_body
 from kbqa.server.schemas import ErrorResponse
-from kbqa.server.xml_check import check_xml
 
 router = APIRouter()
 
@@ -61,8 +68,8 @@ def accepted(header: str) -> list[tuple[str, float]]:
     return [(m, q) for m, q, _ in out if q > 0]
 
 
-def negotiate(accept: str | None, fmt: str | None, kind: str) -> str:
-    """The media type to answer with, for a result of `kind` (select | ask | graph)."""
+def acceptable(accept: str | None, fmt: str | None, kind: str) -> str | None:
+    """The media type to answer with, for a result of `kind` (select | ask | graph); None when none is acceptable."""
     table = GRAPH_TYPES if kind == "graph" else RESULT_TYPES
     default = "text/turtle" if kind == "graph" else "application/sparql-results+json"
     wanted = FORMAT_PARAM.get((fmt or "").lower(), (fmt or "").lower())
@@ -76,48 +83,17 @@ def negotiate(accept: str | None, fmt: str | None, kind: str) -> str:
             return default
     if not ranges:
         return default
+    return None
+
+
+def negotiate(accept: str | None, fmt: str | None, kind: str) -> str:
+    """The media type to answer with, for a result of `kind`; 406 when the client accepts none we serve."""
+    media = acceptable(accept, fmt, kind)
+    if media is not None:
+        return media
+    table = GRAPH_TYPES if kind == "graph" else RESULT_TYPES
     raise ServerError(406, f"cannot answer a {kind} query as {accept!r}; acceptable: "
                            f"{', '.join(sorted(set(table)))}", "execute")
-
-
-def _ox_term(t: Term | None) -> Any:
-    import pyoxigraph as ox
-
-    if t is None:
-        return None
-    if t["type"] == "uri":
-        return ox.NamedNode(t["value"])
-    if t["type"] == "bnode":
-        return ox.BlankNode(t["value"])
-    if "xml:lang" in t:
-        return ox.Literal(t["value"], language=t["xml:lang"])
-    if "datatype" in t:
-        return ox.Literal(t["value"], datatype=ox.NamedNode(t["datatype"]))
-    return ox.Literal(t["value"])
-
-
-def sparql_json(res: QueryResult) -> dict:
-    """The W3C SPARQL 1.1 Query Results JSON of a SELECT or ASK result."""
-    if res.kind == "ask":
-        return {"head": {}, "boolean": bool(res.boolean)}
-    bindings = [{v: t for v, t in zip(res.vars, row, strict=True) if t is not None} for row in res.rows]
-    return {"head": {"vars": list(res.vars)}, "results": {"bindings": bindings}}
-
-
-def serialize(res: QueryResult, media: str) -> bytes:
-    import pyoxigraph as ox
-
-    if GRAPH_TYPES.get(media) == "RDF_XML" or (res.kind != "graph" and RESULT_TYPES.get(media) == "XML"):
-        check_xml(res, rdf_xml=res.kind == "graph")  # 406 for what XML cannot carry (kbqa/server/xml_check.py)
-    if res.kind == "graph":
-        triples = [ox.Triple(*(_ox_term(t) for t in row)) for row in res.rows]
-        return ox.serialize(triples, format=getattr(ox.RdfFormat, GRAPH_TYPES[media]))
-    data = json.dumps(sparql_json(res), ensure_ascii=False).encode("utf-8")
-    fmt = RESULT_TYPES[media]
-    if fmt == "JSON":
-        return data
-    solutions = ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
-    return solutions.serialize(format=getattr(ox.QueryResultsFormat, fmt))
 
 
 def refusal_status(e: RefusedQuery) -> int:
@@ -152,13 +128,13 @@ def _parse_qs(text: str, what: str) -> dict[str, list[str]]:
         raise ServerError(400, f"{what} percent-encodes bytes that are not UTF-8", "execute") from None
 
 
-async def _read_query(request: Request) -> tuple[str, dict[str, list[str]]]:
-    params = _parse_qs(request.url.query, "the query string")
-    if request.method == "POST":
-        full_type = request.headers.get("content-type", "")
-        ctype = full_type.split(";")[0].strip().lower()
-        charset = _charset(full_type)
-        body = await request.body()
+def read_query(method: str, query_string: str, content_type: str, body: bytes) -> tuple[str, dict[str, list[str]]]:
+    """The query and the protocol parameters of a request (GET `query=`, POST form `query=`, or POST
+    application/sparql-query)."""
+    params = _parse_qs(query_string, "the query string")
+    if method == "POST":
+        ctype = content_type.split(";")[0].strip().lower()
+        charset = _charset(content_type)
         if ctype in UPDATE_TYPES:
             raise ServerError(403, "SPARQL Update is refused: this endpoint is read-only", "execute")
         if charset not in (None, "utf-8", "utf8") and ctype in ("application/x-www-form-urlencoded",
@@ -178,6 +154,28 @@ async def _read_query(request: Request) -> tuple[str, dict[str, list[str]]]:
     if len(queries) != 1 or not queries[0].strip():
         raise ServerError(400, "give exactly one non-empty query: GET /sparql?query=… or POST it", "execute")
     return queries[0], params
+
+
+class Prefixes:
+    """Declares the KB profile's prefixes a query uses but does not declare, as WDQS predeclares them (the reading
+    of `kbqa.commands.sparql.with_prefixes`, with one pattern for all prefixes instead of one search each)."""
+
+    _DECLARED = re.compile(r"(?i)PREFIX\s+([A-Za-z][\w.-]*)?\s*:")
+
+    def __init__(self, prefixes: dict[str, str]):
+        self.prefixes = prefixes
+        names = sorted(prefixes, key=len, reverse=True)
+        self._used = re.compile(r"(?<![\w<])(" + "|".join(map(re.escape, names)) + "):") if names else None
+
+    def __call__(self, query: str) -> str:
+        if self._used is None:
+            return query
+        used = set(self._used.findall(query))
+        if not used:
+            return query
+        declared = {m.group(1) for m in self._DECLARED.finditer(query)}
+        head = [f"PREFIX {p}: <{ns}>" for p, ns in self.prefixes.items() if p in used and p not in declared]
+        return "\n".join([*head, query]) if head else query
 
 
 def dataset_of(params: dict[str, list[str]], base_iri: str) -> Dataset:
@@ -208,55 +206,127 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
         (504, "the query ran past its time budget"))}}
 
 
-async def _run(request: Request, query: str, dataset: Dataset) -> QueryResult:
-    """The query on a free worker; when the client disconnects first, the worker's query is killed so that
-    the worker serves the next request instead of finishing work nobody will read."""
-    state = request.app.state.kbqa
-    task = asyncio.ensure_future(state.store_pool.query(query, state.settings.queue_timeout_s, dataset))
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=0.25)
-        if done:
-            return task.result()
-        if await request.is_disconnected():
-            state.store_pool.interrupt(task)
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # its "cancelled" error is expected
-            raise ServerError(499, "the client went away; its query was stopped", "execute")
+def _store_error(e: Exception) -> ServerError:
+    """The HTTP error of a failed query."""
+    if isinstance(e, RefusedQuery):
+        return ServerError(refusal_status(e), e.info.message, "execute")
+    if isinstance(e, Unwritable):
+        return ServerError(406, e.info.message, "execute")
+    if isinstance(e, ResourceError):
+        return ServerError(507, e.info.message, "execute")
+    if isinstance(e, EndpointError):
+        # the remote endpoint behind this server failed (down, HTTP error, garbage): a gateway error, not the
+        # client's query, unless the endpoint refused the query itself (HTTP 400)
+        status = 400 if e.status == 400 else (504 if e.timed_out else 502)
+        return ServerError(status, e.info.message, "execute")
+    if isinstance(e, QueryError):
+        return ServerError(504 if e.timed_out else 400, e.info.message, "execute")
+    if isinstance(e, StoreError):
+        return ServerError(503, e.info.message, "store")
+    raise e
+
+
+async def answer(state: Any, method: str, query_string: str, content_type: str, accept: str | None, body: bytes,
+                 base_iri: str, gone: asyncio.Future) -> tuple[bytes, str, dict[str, str]]:
+    """(body, media type, headers) of one /sparql request; ServerError for every refusal. `gone` completes when the
+    client disconnects: its query's worker is then killed, so that it serves the next request instead of
+    finishing work nobody will read."""
+    if state.store_pool is None:
+        raise ServerError(503, "this server has no store: start it with --store DIR", "store")
+    query, params = read_query(method, query_string, content_type, body)
+    dataset = dataset_of(params, base_iri)
+    fmt = (params.get("format") or params.get("output") or [None])[0]
+    if fmt is not None and fmt.lower() not in FORMAT_PARAM and fmt.lower() not in {*RESULT_TYPES, *GRAPH_TYPES}:
+        raise ServerError(400, f"unknown format {fmt[:80]!r}; one of: {', '.join(sorted(FORMAT_PARAM))}", "usage")
+    if state.prefixes is not None:
+        query = state.prefixes(query)
+    table, graph = acceptable(accept, fmt, "select"), acceptable(accept, fmt, "graph")
+    formats = (RESULT_TYPES[table] if table else None, GRAPH_TYPES[graph] if graph else None)
+    pool = state.store_pool
+    task = asyncio.ensure_future(pool.query(query, state.settings.queue_timeout_s, dataset, formats))
+    await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+    if not task.done():
+        pool.interrupt(task)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # its "cancelled" error is expected
+        raise ServerError(499, "the client went away; its query was stopped", "execute")
+    try:
+        written: Written = task.result()
+    except (QueryError, StoreError) as e:
+        raise _store_error(e) from None
+    if written.fmt is None:
+        negotiate(accept, fmt, written.kind)  # raises the 406
+    media = graph if written.kind == "graph" else table
+    headers = {"vary": "Accept"}
+    if written.truncated:
+        headers["x-kbqa-row-cap-reached"] = str(written.rows)
+    assert media is not None
+    return written.body, media, headers
+
+
+def _content_type(media: str) -> str:
+    return media + "; charset=utf-8" if media.startswith("text/") else media  # as Starlette writes text/*
+
+
+class SparqlRoute:
+    """ASGI middleware that answers GET and POST /sparql itself (everything else goes on to the app)."""
+
+    def __init__(self, app: Any, state: Any):
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/sparql" or scope["method"] not in ("GET", "POST"):
+            await self.app(scope, receive, send)
+            return
+        headers = {}
+        for k, v in scope["headers"]:
+            if k in (b"accept", b"content-type", b"host"):
+                headers[k] = v.decode("latin-1")
+        chunks = []
+        while True:  # a GET has one empty body message too
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        body = b"".join(chunks)
+        gone = asyncio.ensure_future(receive())  # after the body, the next message is the disconnect
+        try:
+            data, media, extra = await answer(
+                self.state, scope["method"], scope.get("query_string", b"").decode("latin-1"),
+                headers.get(b"content-type", ""), headers.get(b"accept"), body,
+                str(URL(scope=scope).replace(query="")), gone)
+            status = 200
+        except ServerError as e:
+            if e.status == 499:
+                return
+            data = json.dumps(error_body(e.stage, e.message)).encode("utf-8")
+            status, media, extra = e.status, "application/json", {k.lower(): v for k, v in (e.headers or {}).items()}
+        finally:
+            gone.cancel()
+        raw = [(b"content-type", _content_type(media).encode()), (b"content-length", str(len(data)).encode()),
+               *((k.encode(), v.encode()) for k, v in extra.items())]
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": data})
 
 
 async def sparql(request: Request) -> Response:
     """Run a read-only query (GET `query=`, POST form `query=`, or POST application/sparql-query)."""
-    state = request.app.state.kbqa
-    if state.store_pool is None:
-        raise ServerError(503, "this server has no store: start it with --store DIR", "store")
-    query, params = await _read_query(request)
-    dataset = dataset_of(params, str(request.url.replace(query="")))
-    fmt = (params.get("format") or params.get("output") or [None])[0]
-    if fmt is not None and fmt.lower() not in FORMAT_PARAM and fmt.lower() not in {*RESULT_TYPES, *GRAPH_TYPES}:
-        raise ServerError(400, f"unknown format {fmt[:80]!r}; one of: {', '.join(sorted(FORMAT_PARAM))}", "usage")
-    if state.profile is not None:
-        from kbqa.commands.sparql import with_prefixes
+    gone: asyncio.Future = asyncio.get_running_loop().create_future()
 
-        query = with_prefixes(query, state.profile.prefixes)  # as WDQS does, the KB's prefixes are predeclared
+    async def watch() -> None:
+        while not await request.is_disconnected():
+            await asyncio.sleep(0.25)
+        gone.set_result(None)
+
+    watcher = asyncio.ensure_future(watch())
     try:
-        res = await _run(request, query, dataset)
-    except RefusedQuery as e:
-        raise ServerError(refusal_status(e), e.info.message, "execute") from None
-    except ResourceError as e:
-        raise ServerError(507, e.info.message, "execute") from None
-    except EndpointError as e:
-        # the remote endpoint behind this server failed (down, HTTP error, garbage): a gateway error, not the
-        # client's query, unless the endpoint refused the query itself (HTTP 400)
-        status = 400 if e.status == 400 else (504 if e.timed_out else 502)
-        raise ServerError(status, e.info.message, "execute") from None
-    except QueryError as e:
-        raise ServerError(504 if e.timed_out else 400, e.info.message, "execute") from None
-    except StoreError as e:
-        raise ServerError(503, e.info.message, "store") from None
-    media = negotiate(request.headers.get("accept"), fmt, res.kind)
-    headers = {"Vary": "Accept"}
-    if res.truncated:
-        headers["X-KBQA-Row-Cap-Reached"] = str(len(res.rows))
-    return Response(serialize(res, media), media_type=media, headers=headers)  # text/* gets charset=utf-8
+        data, media, headers = await answer(
+            request.app.state.kbqa, request.method, request.url.query, request.headers.get("content-type", ""),
+            request.headers.get("accept"), await request.body(), str(request.url.replace(query="")), gone)
+    finally:
+        watcher.cancel()
+    return Response(data, media_type=media, headers=headers)  # text/* gets charset=utf-8
 
 
 for _method in ("GET", "POST"):

@@ -233,7 +233,7 @@ def test_rdfxml_name_rule_agrees_with_pyoxigraph() -> None:
     """`has_local_name` says exactly which predicates pyoxigraph's RDF/XML writer can name (else `<oxprefix:>`)."""
     import pyoxigraph as ox
 
-    from kbqa.server.xml_check import has_local_name
+    from kb_dumps.xml_check import has_local_name
 
     for iri in ["http://x/1a", "http://x/a.b", "http://x/-a", "http://x/é", "http://x/a%20b", "urn:x:a",
                 "http://x/a:b", "http://x/1.a", "http://x/1", "http://x/", "http://x/p#", "urn:x:1", "http://x/·"]:

@@ -43,15 +43,35 @@ def test_the_issue_bypass_is_refused_everywhere(small_store: Path, listener, end
 
 
 def test_the_worker_cannot_reach_the_network_even_past_the_check(small_store: Path, listener) -> None:
-    """Defence in depth: a SERVICE sent straight to the worker (as if the parse check had missed it) fails
-    without a connection, because the worker lives in its own network namespace."""
+    """Defence in depth: a SERVICE run the way the worker runs a query, with the check skipped (as if it had missed
+    it), fails without a connection, because the worker lives in its own network namespace. (The check itself runs
+    in the worker, so the query is run here in a process set up as the worker sets itself up.)"""
+    import subprocess
+    import sys
+
+    from kb_dumps.layout import StoreLayout
+
     with LocalStore(small_store) as store:
         store.query("ASK {}")  # starts the worker
         if store.network != "netns":
             pytest.skip(f"this system does not allow network isolation: {store.network}")
-        store._conn.send((f"SELECT * WHERE {{ SERVICE <{listener.url}> {{ ?a ?b ?c }} }}", 10, None, False, 10**6))
-        status, payload = store._conn.recv()
-    assert status == "query-error" and listener.connections == 0
+    script = (
+        "import sys\n"
+        "from kb_dumps.sandbox import isolate_network\n"
+        "assert isolate_network() == 'netns'\n"
+        "import pyoxigraph as ox\n"
+        "from kb_dumps.store import run_query\n"
+        "store = ox.Store.read_only(sys.argv[1])\n"
+        "try:\n"
+        "    run_query(store, sys.argv[2], 10)\n"
+        "    print('ran')\n"
+        "except Exception as e:\n"  # what the worker answers as a query error
+        "    print('query-error', type(e).__name__, e)\n")
+    query = f"SELECT * WHERE {{ SERVICE <{listener.url}> {{ ?a ?b ?c }} }}"
+    out = subprocess.run([sys.executable, "-c", script, str(StoreLayout.of(small_store).oxigraph), query],
+                         capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.startswith("query-error"), (out.stdout, out.stderr[-2000:])
+    assert listener.connections == 0
 
 
 def test_wikidata_label_service_only_for_wdqs() -> None:
