@@ -127,3 +127,24 @@ def test_items_are_also_shown_by_their_display_column(library: ExploreTranslator
     assert cols.of("http://example.org/zoo/Animal") is None  # species and birth years repeat
     shown = [g for g in _shapes(zoo, "Which keepers are there?") if g.features.get("display")]
     assert shown and (("http://example.org/zoo/name",) in [tuple(s.pred for s in p) for p in shown[0].answer])
+
+
+def test_a_predicate_named_after_its_class_is_linked_by_its_own_words(tmp_path: Path) -> None:
+    ttl = """@prefix ex: <http://example.org/fest/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Festival a rdfs:Class ; rdfs:label "festival" .
+ex:festivalName rdfs:label "festival name" .
+ex:town rdfs:label "town" .
+ex:f1 a ex:Festival ; ex:festivalName "Lantern Nights" ; ex:town "Ostrava" .
+ex:f2 a ex:Festival ; ex:festivalName "River Jazz" ; ex:town "Brno" .
+"""
+    (tmp_path / "fest.ttl").write_text(ttl, encoding="utf-8")
+    ingest([tmp_path / "fest.ttl"], tmp_path / "fest", profile="generic", progress=False)
+    tr = ExploreTranslator(tmp_path / "fest")
+    try:
+        linked = lambda q: {lk.iri for lk in link_schema(q, tr.schema) if lk.kind == "predicate"}  # noqa: E731
+        assert "http://example.org/fest/festivalName" in linked("What are the names and towns of festivals?")
+        assert "http://example.org/fest/festivalName" in linked("Give each festival's name.")
+        assert "http://example.org/fest/festivalName" not in linked("Which towns host a festival?")
+    finally:
+        tr.close()

@@ -197,6 +197,14 @@ def _acronym_score(span_stems: list[str], core: list[str], lang: LanguageProfile
     return 0.9 if initials in core else 0.0
 
 
+def _without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: LanguageProfile) -> list[str]:
+    """A predicate's name words less those of the classes it belongs to; [] when that leaves nothing or all."""
+    info = schema.predicates.get(pred)
+    words = {w for d in (info.domains if info else {}) for w in lang.stems(schema.class_label(d))}
+    rest = [w for w in core if w not in words]
+    return rest if rest and len(rest) < len(core) else []
+
+
 def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lang: LanguageProfile = ENGLISH
                 ) -> list[Link]:
     """Classes and predicates the question names (by their labels or readable IRI names), best first."""
@@ -209,9 +217,12 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
             name = lang.stems(label)
             # "has weight" / "ref keeper id": the name without its glue words also counts
             core = [w for w in name if w not in lang.name_glue_words and w not in lang.function_words] or name
+            # "festival name" of a festival: its own words without its class's name ("the names of festivals")
+            own = _without_domain(core, iri, schema, lang) if kind == "predicate" else []
             best: Link | None = None
             for s, e, t, st in grams:
-                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang))
+                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang),
+                         _name_score(st, own) * 0.9 if own else 0.0)
                 if sc < 0.9 and len(core) >= 2 and st[0] not in lang.function_words and \
                         st[-1] not in lang.function_words and \
                         sorted(w for w in st if w not in lang.function_words) == sorted(core):
