@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from eval.answer_metrics import score_question
 from eval.loaders import load_benchmark
 from grounding.schema import SchemaMemory, build_schema, open_schema, readable_name, schema_path
 from kb_dumps.errors import KBQAError
