@@ -56,7 +56,9 @@ def test_service_and_updates_refused_before_running(grid_store: Path, query: str
     with LocalStore(grid_store) as store:
         with pytest.raises(QueryError, match="refused"):
             store.query(query)
-        assert store._proc is None  # nothing was sent to a worker
+        # the check runs in the worker, under the query's deadline, before anything runs: the worker lives on
+        proc = store._proc
+        assert store.query("ASK { ?s ?p ?o }").boolean is True and store._proc is proc and store.restarts == 0
 
 
 def test_service_inside_strings_iris_and_names_is_not_refused() -> None:
