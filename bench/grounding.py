@@ -160,7 +160,7 @@ def _accuracy(args: argparse.Namespace, store: Path) -> dict:
     sq = [(m, None, gold) for m, gold in simplequestions_mentions(
         DATA / "simplequestions-wikidata" / "valid.txt", mem, args.sq_limit)]
     out = {"store": str(args.store), "vector_store": args.vector_store or g.meta.get("vector_store", "hnsw"),
-           "threshold": args.threshold,
+           "threshold": args.threshold, "limit": args.limit,
            "coverage": {"property_pairs": len(props), "property_pairs_in_kb": len(prop_q),
                         "entity_hints": len(ents), "entity_hints_in_kb_labelled": len(ent_q),
                         "entity_hints_in_kb_without_label": ent_unlabelled}}
@@ -168,6 +168,7 @@ def _accuracy(args: argparse.Namespace, store: Path) -> dict:
                            ("properties_from_description", desc_q, "property"),
                            ("entities_wikisp_hints", ent_q, "entity"),
                            ("entities_simplequestions_valid", sq, "entity")):
+        qs = qs[:args.limit] if args.limit else qs
         t0 = time.perf_counter()
         for suffix, kd in (("", kind), ("_kind_off", None)):
             recs = run_queries(g, qs, kd)
@@ -329,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--store", type=Path, default=Path(".kbqa/stores/wikidata-mini"))
     a.add_argument("--threshold", type=float, default=0.0, help="0 scores every query (default)")
     a.add_argument("--sq-limit", type=int, default=500, help="SimpleQuestions valid questions to use")
+    a.add_argument("--limit", type=int, default=0, help="the first N queries of each part (0: all); a slow vector "
+                   "store (Milvus Lite) is compared with hnsw on the same N")
     s = sub.add_parser("speed", help="latency at scale against rapidfuzz over all labels")
     s.add_argument("--rows", type=int, default=1_000_000)
     s.add_argument("--queries", type=int, default=300)
