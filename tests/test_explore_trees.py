@@ -110,7 +110,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
     work = tmp_path_factory.mktemp("train-kgs")
     out = work / "ranker.json"
     proc = subprocess.run([sys.executable, "-m", "kbqa.cli", "train", "--ranker", "--train-kgs", str(TRAIN_KGS),
-                           "--questions", "6", "--work", str(work), "--out", str(out), "--folds", "2",
+                           "--per-kg", "6", "--work", str(work), "--out", str(out), "--folds", "2",
                            "--rounds", "40", "--format", "json"], capture_output=True, text=True, env=ENV,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

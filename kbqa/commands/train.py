@@ -21,7 +21,7 @@ EXAMPLE = """kbqa models fetch smollm2-135m && kbqa cases build
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 60
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 120   (resumes at step 60)
   kbqa ask "..." --backend hf --model smollm2-135m --adapter adapters/smol
-  kbqa train --ranker --train-kgs ../shared/data/spider4sparql/train_kgs --questions 20 --folds 5 --out ranker.json
+  kbqa train --ranker --train-kgs ../shared/data/spider4sparql/train_kgs --per-kg 20 --folds 5 --out ranker.json
       (fits the tree ranker on train KGs; KBQA_EXPLORE_WEIGHTS=ranker.json makes every store use it)
   kbqa train --ranker --set simplequestions-train@.kbqa/stores/wikidata-mini --questions 500
       (a ranker fitted on a store's own solved questions, into that store: there it wins over the shipped one)"""
@@ -41,7 +41,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="--ranker: a benchmark (`kbqa eval --list`) and the store its questions are asked on; "
                         "repeatable. Never a set you will score on")
     p.add_argument("--questions", type=integer(1, None, "a number of questions"), default=None, metavar="N",
-                   help="--ranker: at most N questions per set (per KG with --train-kgs)")
+                   help="--ranker: at most N questions per --set")
+    p.add_argument("--per-kg", type=integer(1, None, "a number of questions"), default=20, metavar="N",
+                   help="--ranker --train-kgs: at most N questions per train KG (default 20)")
+    p.add_argument("--budget", type=positive_float(60.0, "a time budget in seconds"), default=3.0, metavar="S",
+                   help="--ranker: the explore search budget per train question while generating candidates "
+                        "(default 3 s: a little more than at query time, so that a busy machine labels the same)")
     p.add_argument("--train-kgs", type=Path, default=None, metavar="DIR",
                    help="--ranker: a train-KG folder (<kg>.nt.gz dumps, train_answers.jsonl.gz, train.json in it or "
                         "beside it), e.g. Spider4SPARQL's 146 train KGs; each KG is ingested once under --work")
@@ -121,27 +126,27 @@ def _run_ranker(args: argparse.Namespace) -> int:
                         "(repeatable) or --candidates FILE", stage="usage")
     progress = args.format != "json"
     files = list(args.candidates)
-    if args.train_kgs or args.sets:
-        target = args.work / ("candidates.jsonl" if args.train_kgs else "candidates-sets.jsonl")
-        if args.train_kgs:
-            collect(args.train_kgs, args.work, target, limit=args.questions, progress=progress)
-        if args.sets:
-            specs = []
-            for spec in args.sets:
-                name, _, store = spec.partition("@")
-                if not (store or args.store):
-                    raise KBQAError(f"--set {spec!r}: say the store, BENCHMARK@STORE (or give --store)", stage="usage")
-                specs.append((name, resolve_store(store or args.store)))
-            collect_sets(specs, target, limit=args.questions, progress=progress)
-        files.append(target)
+    if args.train_kgs:
+        files.append(collect(args.train_kgs, args.work, args.work / "candidates.jsonl", limit=args.per_kg,
+                             budget_s=args.budget, progress=progress))
+    if args.sets:
+        specs = []
+        for spec in args.sets:
+            name, _, store = spec.partition("@")
+            if not (store or args.store):
+                raise KBQAError(f"--set {spec!r}: say the store, BENCHMARK@STORE (or give --store)", stage="usage")
+            specs.append((name, resolve_store(store or args.store)))
+        files.append(collect_sets(specs, args.work / "candidates-sets.jsonl", limit=args.questions,
+                                  budget_s=args.budget, progress=progress))
     rows = [r for f in dict.fromkeys(files) for r in read_candidates(f)]
     report: dict[str, object] = {"questions": len(rows), "kgs": len({r["kg"] for r in rows}),
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:
         report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds)
     command = "kbqa train --ranker " + " ".join(
-        [f"--train-kgs {args.train_kgs}"] * bool(args.train_kgs) + [f"--set {s}" for s in args.sets] +
-        [f"--questions {args.questions}"] * bool(args.questions) + [f"--rounds {args.rounds}"])
+        [f"--train-kgs {args.train_kgs} --per-kg {args.per_kg}"] * bool(args.train_kgs) +
+        [f"--set {s}" for s in args.sets] + [f"--questions {args.questions}"] * bool(args.questions and args.sets) +
+        [f"--candidates {c}" for c in args.candidates] + [f"--budget {args.budget:g} --rounds {args.rounds}"])
     ranker = fit(rows, rounds=args.rounds, meta={"command": command})
     if args.out:
         out = args.out

@@ -40,6 +40,7 @@ def result_json(res: Any) -> dict[str, Any]:
 def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]:
     """Run the search on one question and score each checked candidate's answers against the gold."""
     from eval.answer_metrics import score_question
+    from kbqa.translators.explore import CHECK_ROW_CAP
     from kbqa.translators.explore_graphs import write
     from kbqa.translators.explore_structure import graph_features
 
@@ -47,7 +48,9 @@ def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]
     cands = []
     for g in ranked:
         try:
-            res = translator.store.query(write(g, translator.schema, desq=False), row_cap=ROW_CAP, timeout_s=5.0)
+            res = g.result  # the search's own execution, unless it was cut at the check's row cap
+            if res is None or (res.kind != "ask" and len(res.rows) >= CHECK_ROW_CAP):
+                res = translator.store.query(write(g, translator.schema, desq=False), row_cap=ROW_CAP, timeout_s=5.0)
             f1 = score_question(question.gold, result_json(res)).qald.f1
         except KBQAError:  # the store refuses or times out now: it answers nothing
             f1 = 0.0
@@ -135,12 +138,12 @@ def benchmark_gold(rec: Any, store: Any, kb: str) -> dict[str, Any] | None:
 
 
 def collect_sets(specs: list[tuple[str, Path]], out: str | Path, *, limit: int | None = None,
-                 progress: bool = True) -> Path:
+                 budget_s: float | None = None, progress: bool = True) -> Path:
     """The candidates file for benchmark sets asked on stores (`--set BENCHMARK@STORE`); `kg` is the set's name."""
     from tqdm import tqdm
 
     from eval.loaders import load_benchmark
-    from kbqa.translators.explore import ExploreTranslator
+    from kbqa.translators.explore import DEFAULT_BUDGET_S, ExploreTranslator
 
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +151,7 @@ def collect_sets(specs: list[tuple[str, Path]], out: str | Path, *, limit: int |
     with out_path.open("a", encoding="utf-8") as f:
         for name, store_dir in specs:
             records = [r for r in load_benchmark(name, check_syntax=False) if r.usable][:limit]
-            tr = ExploreTranslator(store_dir, fallback="never")
+            tr = ExploreTranslator(store_dir, budget_s=budget_s or DEFAULT_BUDGET_S, fallback="never")
             try:
                 for rec in tqdm(records, desc=f"ranker candidates {name}", unit="q", disable=not progress):
                     qid = f"{name}:{rec.id}"

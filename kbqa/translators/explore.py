@@ -41,6 +41,7 @@ from kbqa.translators.settings import ModelSettings
 DEFAULT_BUDGET_S = 2.0
 DEFAULT_CAP = 400
 SHOW_CANDIDATES = 5
+CHECK_ROW_CAP = 1000  # rows the execution check reads of a candidate
 # When the nearest case's structure, re-grounded (explore_fallback.py), replaces the search: "auto" when the search
 # finds nothing or only a bare class list; "always" for a sample store that lacks most facts (LC-QuAD 2.0, QALD,
 # WikiWebQuestions on wikidata-mini); "never".
@@ -307,10 +308,11 @@ class ExploreTranslator(Translator):
             try:
                 # one slow candidate (a NOT EXISTS over every item) must not eat the others' time
                 res = self.store.query(write(g, self.schema, desq=False), timeout_s=max(0.2, min(left, 0.5)),
-                                       row_cap=1000)
+                                       row_cap=CHECK_ROW_CAP)
             except KBQAError:  # a candidate the store refuses or times out on is dropped
                 continue
             g.rows = 1 if res.kind == "ask" else len(res.rows)
+            g.result = res
             if res.kind != "ask" and _all_empty(res.rows) and not (g.aggs and g.aggs[0][0] == "COUNT" and not g.group):
                 continue
             checked.append(g)
