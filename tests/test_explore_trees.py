@@ -144,3 +144,12 @@ def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"ranker: trees, {own}" in proc.stdout
     assert "== candidates" in proc.stdout
+
+
+def test_the_shipped_ranker_is_fitted_trees_that_say_what_they_were_fitted_on() -> None:
+    ranker = load_ranker()
+    assert isinstance(ranker, TreeRanker) and ranker.source.endswith("explore_ranker.json")
+    assert ranker.meta["learner"].startswith("lightgbm") and "--train-kgs" in ranker.meta["command"]
+    assert ranker.meta["fitted_on"]["kgs"] > 100 and len(ranker.trees) >= 100
+    # question words are learned features, and no feature is the structure prior (fitted on the same questions)
+    assert any(n.startswith("qw:") for n in ranker.names) and "struct_prior" not in ranker.names
