@@ -77,6 +77,7 @@ def main() -> int:
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
     summary["fitted_kfold"].pop("per_fold", None)
+    summary["fitted_kfold"].pop("picks", None)
     json.dump(summary, sys.stdout, indent=2)
     print()
     if args.out:

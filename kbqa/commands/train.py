@@ -143,6 +143,7 @@ def _run_ranker(args: argparse.Namespace) -> int:
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:
         report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds)
+        report["kfold"].pop("picks")
     command = "kbqa train --ranker " + " ".join(
         [f"--train-kgs {args.train_kgs} --per-kg {args.per_kg}"] * bool(args.train_kgs) +
         [f"--set {s}" for s in args.sets] + [f"--questions {args.questions}"] * bool(args.questions and args.sets) +

@@ -207,4 +207,4 @@ def kfold_by_kg(rows: list[dict[str, Any]], folds: int = 5, seed: int = 0, **fit
         for i, pick in zip(test, got, strict=True):
             chosen[i] = pick
         per_fold.append(summarise([rows[i] for i in test], got))
-    return {"folds": folds, "kgs": len(kgs), **summarise(rows, chosen), "per_fold": per_fold}
+    return {"folds": folds, "kgs": len(kgs), **summarise(rows, chosen), "per_fold": per_fold, "picks": chosen}
