@@ -249,7 +249,7 @@ def test_abbreviated_predicate_names(clinic: Path) -> None:
     finally:
         tr.close()
     with Engine(store=clinic) as engine:
-        engine.translator = ExploreTranslator(clinic, store=engine.store)
+        engine.translator = ExploreTranslator(clinic, store=engine.store, ranker=HAND)
         hottest = engine.ask("Which patient has the highest temperature?")
         leanest = engine.ask("Which patient has the lowest body mass index?")
     assert _values(hottest) == [["http://example.org/clinic/ada"]]
