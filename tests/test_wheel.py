@@ -3,7 +3,8 @@
 non-.py file of the packages, and `kbqa ask` there gives the same answer and translate detail as the checkout.
 
 An installed explore without `explore_structure_prior.json` ran silently without its structure prior (issue 24);
-the comparison below includes the ranked candidates' feature contributions, `struct_prior` among them.
+the comparison below includes the ranked candidates' feature contributions, and the installed copy must rank with
+the shipped fitted trees (`explore_ranker.json`) read from its own package.
 """
 
 from __future__ import annotations
@@ -102,4 +103,7 @@ def test_installed_wheel_has_every_data_file_and_answers_as_the_checkout(tmp_pat
     assert installed["status"] == "ok" and installed["answers"]["rows"]
     assert comparable(installed) == comparable(checkout)
     best = installed["translation"]["details"]["candidates"][0]
-    assert best["contributions"].get("struct_prior"), best  # the structure prior was read
+    assert best["contributions"], best  # the ranker scored it with its features
+    # the shipped fitted trees, read from the installed package (not the hand-set fallback, not the checkout)
+    ranker = installed["translation"]["details"]["ranker"]
+    assert ranker["kind"] == "trees" and ranker["file"].startswith(str(site)), ranker

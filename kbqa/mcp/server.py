@@ -225,7 +225,7 @@ def create_server(settings: ServerSettings | None = None, *,
             query = with_prefixes(query, state.profile.prefixes)
         task = asyncio.current_task()
         try:
-            res = await state.store_pool.query(query, settings.queue_timeout_s)
+            res = await state.store_pool.rows(query, settings.queue_timeout_s)
         except asyncio.CancelledError:  # the client cancelled the call: free the worker now, not at the deadline
             state.store_pool.interrupt(task)
             raise

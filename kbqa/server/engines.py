@@ -155,6 +155,15 @@ class StorePool:
                     formats: tuple[str | None, str | None] = ("JSON", "TURTLE")) -> Any:
         """The result of `query` written as bytes (kb_dumps.results.Written): by the worker process of a LocalStore,
         here for an EndpointStore. `formats`: see `LocalStore.write`."""
+        return await self._run(query, queue_timeout_s, dataset, formats)
+
+    async def rows(self, query: str, queue_timeout_s: float) -> Any:
+        """The result of `query` as a QueryResult (vars, rows of terms): what the MCP tool returns as data."""
+        return await self._run(query, queue_timeout_s, None, None)
+
+    async def _run(self, query: str, queue_timeout_s: float, dataset: Any,
+                   formats: tuple[str | None, str | None] | None) -> Any:
+        """One query on a free store of the pool: written bytes (`formats` given) or a QueryResult (None)."""
         try:
             store = await asyncio.wait_for(self._free.get(), queue_timeout_s)
         except TimeoutError:
@@ -170,8 +179,11 @@ class StorePool:
             self._running[task] = store
         # LocalStore takes the protocol's dataset and base IRI, and writes the result in its worker; an
         # EndpointStore takes only the query, and its rows are written here
-        call = (lambda: store.write(query, formats, dataset=dataset)) if hasattr(store, "interrupt") else (
-            lambda: _write_endpoint(store.query(query), formats))
+        if formats is None:
+            call: Any = lambda: store.query(query)  # noqa: E731
+        else:
+            call = (lambda: store.write(query, formats, dataset=dataset)) if hasattr(store, "interrupt") else (
+                lambda: _write_endpoint(store.query(query), formats))
         future = loop.run_in_executor(None, call)
 
         def release(_: Any) -> None:
