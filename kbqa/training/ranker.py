@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kbqa.training.ranker_data import benchmark_gold, result_json
 from kbqa.translators.explore_rank import FEATURES, Ranker
 
 log = logging.getLogger(__name__)
@@ -47,29 +48,6 @@ class Question:
                    float(d.get("seconds", 0.0)))
 
 
-def _as_json_result(res: Any) -> dict[str, Any]:
-    if res.kind == "ask":
-        return {"boolean": bool(res.boolean)}
-    return {"head": {"vars": list(res.vars)},
-            "results": {"bindings": [{v: t for v, t in zip(res.vars, row, strict=False) if t is not None}
-                                     for row in res.rows]}}
-
-
-def _gold(rec: Any, store: Any, kb: str) -> Any:
-    """The gold answers: the gold query run on the same store (a file may name one answer of many, as
-    SimpleQuestions does), else the answers the file gives."""
-    if rec.sparql:
-        try:
-            from eval.loaders_sparql import prepare_gold_sparql
-
-            gold = prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql
-            return _as_json_result(store.query(gold, row_cap=10_000))
-        except Exception:  # noqa: BLE001 - the store cannot run it (Blazegraph-only, refused): the file's answers
-            pass
-    return {"boolean": rec.boolean} if rec.boolean is not None else \
-        {"vars": rec.answer_vars, "rows": rec.answers or [], "kind": "select"}
-
-
 def collect(translator: Any, records: list[Any], kg: str, progress: bool = True) -> list[Question]:
     """Run the explore search on each record and label every checked candidate by its answer F1."""
     from eval.answer_metrics import score_question
@@ -86,14 +64,14 @@ def collect(translator: Any, records: list[Any], kg: str, progress: bool = True)
         if not rec.usable:
             continue
         text = rec.questions.get("en") or next(iter(rec.questions.values()), "")
-        gold = _gold(rec, translator.store, translator.profile.name)
+        gold = benchmark_gold(rec, translator.store, translator.profile.name)
         q = Question(rec.id, kg, text)
         _a, ranked, info = translator.search(text)
         q.seconds = float(info.get("seconds", 0.0))
         for g in ranked:
             try:
                 res = translator.store.query(write(g, translator.schema, desq=False), row_cap=2000)
-                f1 = score_question(gold, _as_json_result(res)).qald.f1
+                f1 = score_question(gold, result_json(res)).qald.f1
             except Exception:  # noqa: BLE001 - a candidate that fails now scores nothing
                 f1 = 0.0
             q.candidates.append(Candidate(translator.ranker.features(g), f1, g.family))
