@@ -229,6 +229,9 @@ def _remove_other_layout(folder: Path, spec: str) -> None:
     if not spec.startswith("hnsw"):
         for p in [*folder.glob("vectors-*.hnsw"), folder / "alias_rowids.npy", folder / "alias_kinds.npy"]:
             p.unlink(missing_ok=True)
+    if spec != "compact":
+        for p in folder.glob("compact-*"):
+            p.unlink(missing_ok=True)
     if spec != "milvus":
         shutil.rmtree(folder / LOCAL_MILVUS_DB, ignore_errors=True)
 

@@ -1,7 +1,8 @@
 """Vector stores: where a grounding index keeps its vectors. `VECTOR_STORES` is the one list.
 
 A store is named by a spec, `NAME` or `NAME:TARGET` (`kbqa index --vector-store`): `hnsw` (the default:
-hnswlib files in the index folder, grounding/vector_index.py), `milvus` (a Milvus Lite database in the index
+hnswlib files in the index folder, grounding/vector_index.py), `compact` (int8 inverted lists in the index
+folder, read per query: bounded memory for large KBs, grounding/vector_compact.py), `milvus` (a Milvus Lite database in the index
 folder), `milvus:PATH.db` (a Milvus Lite database there) or `milvus:http://host:19530` (a Milvus server or
 cluster; grounding/vector_milvus.py). `meta.json` records the spec and `vectors.json` what the store needs to
 reopen it, so a query process opens the store the index was built with, and imports pymilvus only then.
@@ -56,6 +57,9 @@ def _hnsw(folder: Path, dim: int, target: str, fresh: bool) -> VectorIndex:
 VECTOR_STORES = Registry("vector store")
 VECTOR_STORES.add("hnsw", "hnswlib files in the index folder, in memory while searching (the default; up to a few "
                   "million vectors on one machine)", _hnsw)
+VECTOR_STORES.add("compact", "int8 vectors in inverted lists in the index folder, read per query (bounded memory: "
+                  "~270 bytes a vector on disk, next to nothing resident; millions to tens of millions of labels)",
+                  "grounding.vector_compact:make")
 VECTOR_STORES.add("milvus", "Milvus: `milvus` or `milvus:PATH.db` a Milvus Lite database (embedded, small KBs and "
                   "tests), `milvus:http://host:19530` a Milvus server or cluster (large KBs)",
                   "grounding.vector_milvus:make")
