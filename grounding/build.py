@@ -22,6 +22,7 @@ from grounding.embedder import (
     get_embedder,
     row_texts,
 )
+from grounding.lexical_build import write_lexicon
 from grounding.lexical_index import LexicalIndex
 from grounding.vector_index import KINDS, VectorIndex
 from grounding.vector_stores import (
@@ -131,7 +132,13 @@ def embed_rows(vi: VectorBackend, rows: list[LabelRow], embedder: Embedder,
 
 
 def build_lexical(memory: LabelMemory) -> LexicalIndex:
+    """The lexical index in memory (a small store's, e.g. for the mention linker)."""
     return LexicalIndex.build([(int(r.rowid or 0), r.kind, r.label, r.aliases) for r in memory.iter_rows()])
+
+
+def write_lexical(memory: LabelMemory, folder: Path) -> int:
+    """The lexical index written into `folder` from the streamed label memory, in bounded memory; its name count."""
+    return write_lexicon(((int(r.rowid or 0), r.kind, r.label, r.aliases) for r in memory.iter_rows()), folder)
 
 
 def _swap_in(tmp: Path, final: Path) -> None:
@@ -198,25 +205,24 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | N
                 bar.update(len(chunk))
                 if on_chunk:
                     on_chunk(len(chunk))
-        lex = build_lexical(memory)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / "lexical.tmp"
         if tmp.exists():
             shutil.rmtree(tmp)
-        lex.save(tmp)
+        names = write_lexical(memory, tmp)
         _swap_in(tmp, folder / "lexical")
         vi.save(folder)
         _remove_other_layout(folder, spec)
         vectors = sum(s.live for s in vi.state.values())
         new_meta = {"format": INDEX_FORMAT, "model": model, "embedder": model, "fingerprint": fingerprint,
                     "dim": vi.dim, "generation": mem_gen,
-                    "rows": len(memory), "names": len(lex), "vectors": vectors, "vector_store": spec,
+                    "rows": len(memory), "names": names, "vectors": vectors, "vector_store": spec,
                     "built_at": time.time()}
         tmp_meta = folder / "meta.json.tmp"
         tmp_meta.write_text(json.dumps(new_meta, indent=1), encoding="utf-8")
         tmp_meta.replace(folder / "meta.json")  # written last: an interrupted build is redone next time
         secs = time.perf_counter() - t0
-        return IndexStats(str(store_dir), model, mem_gen, len(memory), len(lex), vectors, total, embedded_texts,
+        return IndexStats(str(store_dir), model, mem_gen, len(memory), names, vectors, total, embedded_texts,
                           fresh, secs, total / secs if secs else 0.0, _peak_mb())
     finally:
         memory.close()
