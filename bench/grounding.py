@@ -2,7 +2,7 @@
 
   python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini
   python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini --vector-store milvus
-  python -m bench.grounding speed --rows 1000000 --queries 300 [--vector-store milvus]
+  python -m bench.grounding speed --rows 1000000 --queries 300 [--vector-store compact|milvus]
 
 Reads ../shared/data (the benchmark inputs); not a test. Prints a summary and writes JSON (--out).
 """
@@ -225,7 +225,22 @@ def _build_child(store: str, vector_store: str | None, batch_size: int | None) -
     return stats.to_dict()
 
 
-def _query_child(store: str, queries: list[tuple[str, str]]) -> dict:
+def _vector_recall(g: Grounder, queries: list[tuple[str, str]]) -> float | None:
+    """Top-10 overlap of the compact store's list scan with an exhaustive scan of every list (its own recall)."""
+    if not hasattr(g.vectors, "scan_rows"):
+        return None
+    got = 0
+    for q, _ in queries:
+        v = g.encode_query(q)
+        approx = {h.rowid for h in g.vectors.search(v, 10)}
+        scan, g.vectors.scan_rows = g.vectors.scan_rows, 1 << 62
+        exact = {h.rowid for h in g.vectors.search(v, 10)}
+        g.vectors.scan_rows = scan
+        got += len(approx & exact) / max(len(exact), 1)
+    return round(got / max(len(queries), 1), 4)
+
+
+def _query_child(store: str, queries: list[tuple[str, str]], exact_queries: int = 0) -> dict:
     """Open the index as a query process does and time each part of `search`; peak RSS is the query side's."""
     t0 = time.perf_counter()
     g = Grounder(store)
@@ -245,9 +260,11 @@ def _query_child(store: str, queries: list[tuple[str, str]]) -> dict:
         res = g.search(q, query_vector=v, k=10)
         hyb.append(time.perf_counter() - t0)
         hits += gold in [c.id for c in res.candidates]
+    recall = _vector_recall(g, queries[:exact_queries]) if exact_queries else None
     g.close()
     return {"index_load_s": round(load_s, 2), "encode": pct(enc), "lexical": pct(lexs), "vector": pct(vecs_t),
             "hybrid_excl_encode": pct(hyb), "hybrid_top10_recall": round(hits / max(len(queries), 1), 4),
+            "vector_top10_vs_exhaustive": recall,
             "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
@@ -261,6 +278,18 @@ def _in_fresh_process(fn_name: str, *args):  # noqa: ANN002, ANN202 - a function
         return pool.submit(fn, *args).result()
 
 
+def generated_rows(real: list[tuple[str, str, str, str]], n: int, rng: random.Random):  # noqa: ANN201
+    """The real rows, then synthetic entity labels (real words, real label lengths) up to `n` rows, streamed."""
+    yield from real[:n]
+    words = [w for r in real for w in r[2].split()]
+    lengths = [len(r[2]) for r in real]
+    for i in range(len(real), n):
+        target, parts = rng.choice(lengths), []
+        while sum(len(p) + 1 for p in parts) < target:
+            parts.append(rng.choice(words))
+        yield (f"S{i}", "entity", " ".join(parts), "")
+
+
 def speed(args: argparse.Namespace) -> dict:
     """A label memory of `--rows` rows (the real labels, then generated ones), indexed by `build_index` (what
     `kbqa index` runs: the default static embedder, every row embedded) in one process and queried in
@@ -269,27 +298,28 @@ def speed(args: argparse.Namespace) -> dict:
 
     rng = random.Random(7)
     real = real_rows()
-    words = [w for r in real for w in r[2].split()]
-    rows = list(real[:args.rows])
-    lengths = [len(r[2]) for r in real]
-    while len(rows) < args.rows:  # synthetic labels: real words, real label lengths
-        target, parts = rng.choice(lengths), []
-        while sum(len(p) + 1 for p in parts) < target:
-            parts.append(rng.choice(words))
-        rows.append((f"S{len(rows)}", "entity", " ".join(parts), ""))
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="gbench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     mem = LabelMemory(tmp / "labels.sqlite")
     gen = mem.begin_generation()
     t0 = time.perf_counter()
-    for i in range(0, len(rows), 50_000):
-        chunk = rows[i:i + 50_000]
-        mem.merge_texts({WD + r[0]: {"label": r[2], "description": r[3], "kind": r[1]} for r in chunk}, gen)
+    labels: list[str] = []  # every label, for the rapidfuzz baseline (row i: real[i] or the synthetic S{i})
+    chunk: dict[str, dict] = {}
+    for r in generated_rows(real, args.rows, rng):
+        labels.append(r[2])
+        chunk[WD + r[0]] = {"label": r[2], "description": r[3], "kind": r[1]}
+        if len(chunk) >= 50_000:
+            mem.merge_texts(chunk, gen)
+            chunk = {}
+    if chunk:
+        mem.merge_texts(chunk, gen)
     mem.commit()
     mem.close()
     (tmp / "manifest.json").write_text(json.dumps({"profile": "wikidata"}), encoding="utf-8")
-    fig: dict = {"rows": len(rows), "real_labels": min(len(real), len(rows)), "vector_store": args.vector_store or "hnsw",
+    n_real = min(len(real), args.rows)
+    fig: dict = {"rows": len(labels), "real_labels": n_real, "vector_store": args.vector_store or "hnsw",
                  "memory_write_s": round(time.perf_counter() - t0, 1)}
-    print(f"memory: {len(rows)} rows ({fig['real_labels']} real) in {fig['memory_write_s']} s", flush=True)
+    print(f"memory: {len(labels)} rows ({n_real} real) in {fig['memory_write_s']} s", flush=True)
     built = _in_fresh_process("_build_child", str(tmp), args.vector_store, args.batch_size)
     fig.update({"embedder": built["model"], "vectors": built["vectors"], "build_s": round(built["seconds"], 1),
                 "build_rows_per_s": round(built["rows_per_s"], 1), "build_peak_rss_mb": round(built["peak_rss_mb"], 1),
@@ -298,16 +328,15 @@ def speed(args: argparse.Namespace) -> dict:
           f"({fig['build_rows_per_s']} rows/s), peak RSS {fig['build_peak_rss_mb']} MB, {fig['index_disk_mb']} MB on disk",
           flush=True)
     # queries: real labels (the first --query-pool rows), perturbed as users type them
-    pool = rows[:min(args.query_pool, fig["real_labels"])]
+    pool = real[:min(args.query_pool, n_real)]
     queries = [(perturb(r[2], rng), WD + r[0]) for r in rng.sample(pool, min(args.queries, len(pool)))]
-    fig.update(_in_fresh_process("_query_child", str(tmp), queries))
-    labels = [r[2] for r in rows]
+    fig.update(_in_fresh_process("_query_child", str(tmp), queries, args.exact_queries))
     rf, rf_hits = [], 0
     for q, gold in queries[:args.rapidfuzz_queries]:
         t0 = time.perf_counter()
         top = process.extract(q, labels, scorer=fuzz.WRatio, limit=10)
         rf.append(time.perf_counter() - t0)
-        rf_hits += any(WD + rows[i][0] == gold for _, _, i in top)
+        rf_hits += any(WD + (real[i][0] if i < n_real else f"S{i}") == gold for _, _, i in top)
     fig.update({"rapidfuzz_extract_all": pct(rf), "rapidfuzz_top10_recall": round(rf_hits / max(len(rf), 1), 4),
                 "queries": len(queries), "rapidfuzz_queries": len(rf)})
     fig["speedup_lexical_vs_rapidfuzz_p50"] = round(fig["rapidfuzz_extract_all"]["p50_ms"] / fig["lexical"]["p50_ms"], 1)
@@ -315,6 +344,8 @@ def speed(args: argparse.Namespace) -> dict:
         fig["rapidfuzz_extract_all"]["p50_ms"] / fig["hybrid_excl_encode"]["p50_ms"], 1)
     for key in ("encode", "lexical", "vector", "hybrid_excl_encode", "rapidfuzz_extract_all"):
         print(f"{key:24s} p50 {fig[key]['p50_ms']:8.2f} ms   p99 {fig[key]['p99_ms']:8.2f} ms", flush=True)
+    if fig.get("vector_top10_vs_exhaustive") is not None:
+        print(f"vector top-10 vs an exhaustive scan: {fig['vector_top10_vs_exhaustive']}", flush=True)
     print(f"peak RSS: build {fig['build_peak_rss_mb']} MB, query {fig['query_peak_rss_mb']} MB; top-10 recall: hybrid "
           f"{fig['hybrid_top10_recall']}, rapidfuzz {fig['rapidfuzz_top10_recall']}; speed-up p50 vs rapidfuzz: lexical "
           f"{fig['speedup_lexical_vs_rapidfuzz_p50']}x, hybrid {fig['speedup_hybrid_vs_rapidfuzz_p50']}x", flush=True)
@@ -337,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--queries", type=int, default=300)
     s.add_argument("--query-pool", type=int, default=20_000, help="queries are drawn from the first N real labels")
     s.add_argument("--rapidfuzz-queries", type=int, default=50, help="queries timed with rapidfuzz (slow)")
+    s.add_argument("--exact-queries", type=int, default=30, help="queries whose compact-store top 10 is compared "
+                   "with an exhaustive scan (after the timed ones)")
     s.add_argument("--batch-size", type=int, default=None, help="texts per embedding batch (default: the embedder's)")
     s.add_argument("--workdir", default=None, help="where the bench memory and index go (default: a temp dir, removed)")
     for p in (a, s):

@@ -97,8 +97,8 @@ class _Segment:
         data = os.pread(self.fd, (end - start) * self.dim, start * self.dim)
         return np.frombuffer(data, dtype=np.int8).reshape(-1, self.dim)
 
-    def search(self, q: np.ndarray, scan_rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, cosines) of the vectors in the lists nearest to `q`, about `scan_rows` of them."""
+    def search(self, q: np.ndarray, scan_rows: int, keep: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, cosines) of the best `keep` vectors in the lists nearest to `q` (about `scan_rows` read)."""
         nlist = len(self.lists) - 1
         if nlist <= 0 or self.lists[-1] == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -110,14 +110,24 @@ class _Segment:
             n = max(MIN_PROBE, int(np.searchsorted(np.cumsum(sizes), scan_rows)) + 1)
             probe = np.sort(near[:n]).tolist()  # file order: neighbouring lists read in one go
         rowids, sims = [], []
+        # neighbouring lists are read together (one pread, one product)
+        runs: list[list[int]] = []
         for li in probe:
-            a, b = int(self.lists[li]), int(self.lists[li + 1])
+            if runs and runs[-1][1] == int(self.lists[li]):
+                runs[-1][1] = int(self.lists[li + 1])
+            else:
+                runs.append([int(self.lists[li]), int(self.lists[li + 1])])
+        for a, b in runs:
             if b > a:
                 sims.append((self._read(a, b).astype(np.float32) @ q) * self.scales[a:b])
                 rowids.append(np.asarray(self.rowids[a:b]))
         if not rowids:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        return np.concatenate(rowids), np.concatenate(sims)
+        r, s = np.concatenate(rowids), np.concatenate(sims)
+        if len(s) > keep:  # only the best few can be among the best k rows (a row has a few vectors at most)
+            top = np.argpartition(-s, keep)[:keep]
+            r, s = r[top], s[top]
+        return r, s
 
     def vector_of(self, rowid: int) -> np.ndarray | None:
         """The first vector of a row (its label vector: added before its aliases'), found by a scan: for a tail."""
@@ -348,7 +358,7 @@ class CompactVectors:
         rowids, sims = [], []
         for kd in ([kind] if kind else KINDS):
             for seg in self.segments.get(kd, {}).values():
-                r, s = seg.search(q, scan)
+                r, s = seg.search(q, scan, 8 * k)
                 rowids.append(r)
                 sims.append(s)
         if not rowids:
