@@ -1,7 +1,7 @@
 """Grounding benchmark: accuracy on real gold links, and speed at 1M rows against rapidfuzz over all labels.
 
   python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini
-  python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini --vector-store milvus
+  python -m bench.grounding accuracy --store .kbqa/stores/wikidata-mini --vector-store hnsw,compact
   python -m bench.grounding speed --rows 1000000 --queries 300 [--vector-store compact|milvus]
 
 Reads ../shared/data (the benchmark inputs); not a test. Prints a summary and writes JSON (--out).
@@ -128,12 +128,20 @@ def reindexed(store: Path, vector_store: str, work: Path) -> Path:
 
 
 def accuracy(args: argparse.Namespace) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="gbench-acc-")) if args.vector_store else None
-    try:
-        return _accuracy(args, reindexed(args.store, args.vector_store, work) if work else args.store)
-    finally:
-        if work:
+    """With `--vector-store A,B`: the store's label memory indexed with each in turn, the same queries on each."""
+    specs = [s for s in (args.vector_store or "").split(",") if s]
+    if not specs:
+        return _accuracy(args, args.store)
+    out = {}
+    for spec in specs:
+        work = Path(tempfile.mkdtemp(prefix="gbench-acc-"))
+        try:
+            print(f"== {spec}", flush=True)
+            out[spec] = _accuracy(argparse.Namespace(**{**vars(args), "vector_store": spec}),
+                                  reindexed(args.store, spec, work))
+        finally:
             shutil.rmtree(work, ignore_errors=True)
+    return out if len(specs) > 1 else out[specs[0]]
 
 
 def _accuracy(args: argparse.Namespace, store: Path) -> dict:
@@ -375,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in (a, s):
         p.add_argument("--vector-store", default=None, metavar="SPEC",
                        help="as `kbqa index --vector-store` (default hnsw); accuracy: the store's label memory is "
-                            "indexed again with it in a temporary folder")
+                            "indexed again with it in a temporary folder (a comma list: with each, in one run)")
         p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     fig = accuracy(args) if args.part == "accuracy" else speed(args)

@@ -39,6 +39,9 @@ from kb_dumps.layout import StoreLayout
 
 # 2: the embedder's name and fingerprint in meta.json (an index is only searched with its own embedder)
 INDEX_FORMAT = 2
+# A first index of a label memory this large gets the compact vector store (int8 lists on disk, bounded memory)
+# unless a store is asked for: hnsw holds ~1.3 KB a vector resident (BENCHMARKS.md "Grounding at scale").
+AUTO_COMPACT_ROWS = 1_000_000
 log = logging.getLogger(__name__)
 
 
@@ -160,9 +163,9 @@ def build_index(store_dir: str | Path, *, model: str | None = None, rebuild: boo
     """Build `<store>/index/`, or bring it up to date: rows whose generation is newer than the index's
     are re-embedded (their old vectors marked deleted); the lexical index is rebuilt (it is cheap).
 
-    `vector_store`: where the vectors go, a spec of grounding/vector_stores.py (`hnsw`, `milvus`,
-    `milvus:PATH.db`, `milvus:http://host:19530`); None = as the existing index is (hnsw for a new one); a
-    different one rebuilds."""
+    `vector_store`: where the vectors go, a spec of grounding/vector_stores.py (`hnsw`, `compact`, `milvus`,
+    `milvus:PATH.db`, `milvus:http://host:19530`); None = as the existing index is (for a new one: hnsw, or
+    compact from `AUTO_COMPACT_ROWS` rows); a different one rebuilds."""
     open_memory(store_dir).close()  # a clear error for a missing store before any lock file is made
     # the writer lock: `ingest --append` copies the index into its new version and must not see half of it
     with store_lock(StoreLayout.of(store_dir).root):
@@ -180,6 +183,8 @@ def _build(store_dir: str | Path, model: str, rebuild: bool, batch_size: int | N
         mem_gen = memory.generation
         store_now = canonical_spec((meta or {}).get("vector_store"))
         spec = store_now if vector_store is None else canonical_spec(vector_store)
+        if vector_store is None and meta is None and len(memory) >= AUTO_COMPACT_ROWS:
+            spec = "compact"  # a first index of a large memory: bounded memory (grounding/README.md "Vector stores")
         fingerprint = embedder_fingerprint(model)
         same_embedder = meta is not None and (meta.get("embedder"), meta.get("fingerprint")) == (model, fingerprint)
         fresh = (rebuild or meta is None or meta.get("format") != INDEX_FORMAT or not same_embedder

@@ -187,3 +187,18 @@ def test_streamed_lexicon_equals_the_in_memory_one(tmp_path, monkeypatch):
             assert np.array_equal(disk.parts[kind].a[name], part.a[name]), (kind, name)
     assert not (tmp_path / "lex" / "entity" / "runs.tmp").exists()
     assert disk.search("birth place", 3, "property")[0].rowid == 9999
+
+
+def test_a_large_memory_gets_the_compact_store_by_default(tmp_path, monkeypatch):
+    import grounding.build
+
+    monkeypatch.setattr(grounding.build, "AUTO_COMPACT_ROWS", 20)  # the fixture has 25 rows
+    root = make_store(tmp_path / "s", "wikidata_tiny.json")
+    build_index(root, progress=False)
+    assert read_meta(root)["vector_store"] == "compact"
+    monkeypatch.setattr(grounding.build, "AUTO_COMPACT_ROWS", 1000)
+    assert build_index(root, progress=False, rebuild=True).embedded_rows == 25  # a rebuild keeps the store
+    assert read_meta(root)["vector_store"] == "compact"
+    small = make_store(tmp_path / "small", "wikidata_tiny.json")
+    build_index(small, progress=False)
+    assert read_meta(small)["vector_store"] == "hnsw"
