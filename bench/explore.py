@@ -5,8 +5,8 @@ failed stage, and the oracle over each question's candidates — for each ranker
   python -m bench.explore --sets spider --out bench/out/explore
   python -m bench.explore --sets sq --n 500 --rankers trees
 
-Rankers: `hand` is the hand-set linear weights (explore_weights.json), `trees` the shipped fitted trees
-(explore_ranker.json, fitted on the Spider4SPARQL train KGs and SimpleQuestions train — never on a set scored
+Rankers: `hand` is the hand-set linear weights (explore/rank/weights.json), `trees` the shipped fitted trees
+(explore/rank/ranker.json, fitted on the Spider4SPARQL train KGs and SimpleQuestions train — never on a set scored
 here), or a path to a ranker file. Answers are compared QALD-style (eval/answer_metrics.py); "accuracy" is the
 share of questions whose answer F1 is 1. SimpleQuestions-Wikidata valid runs on wikidata-mini with the gold query
 run on the same store (a SimpleQuestions file names one answer of many); BESTIARY and Spider4SPARQL use the
@@ -120,11 +120,11 @@ def summary(rows: list[dict]) -> dict[str, Any]:
 
 
 def explore(store_dir: Path, ranker: str = "trees", **kw: Any) -> Any:
-    from kbqa.translators.explore import ExploreTranslator, _load_ranker
-    from kbqa.translators.explore_rank import DEFAULT_RANKER_PATH, DEFAULT_WEIGHTS_PATH
+    from kbqa.translators.explore.rank.rankers import DEFAULT_RANKER_PATH, DEFAULT_WEIGHTS_PATH
+    from kbqa.translators.explore.translator import ExploreTranslator, open_ranker
 
     path = {"hand": DEFAULT_WEIGHTS_PATH, "trees": DEFAULT_RANKER_PATH}.get(ranker, Path(ranker))
-    return ExploreTranslator(store_dir, ranker=_load_ranker(path), **kw)
+    return ExploreTranslator(store_dir, ranker=open_ranker(path), **kw)
 
 
 def oracle_rows(name: str, records: list, store_dir: Path, *, run_gold: bool, kb: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""`explore` alone against `explore` with a model as chooser (kbqa/translators/explore_chooser.py), in one run.
+"""`explore` alone against `explore` with a model as chooser (kbqa/translators/explore/rank/chooser.py), in one run.
 
   python -m bench.explore_chooser --work /tmp/exb/work                       SimpleQuestions valid, BESTIARY, 2 Spider KGs
   python -m bench.explore_chooser --sets bestiary --chooser openai --model-url http://127.0.0.1:8080/v1
@@ -51,7 +51,7 @@ def recording_explore(store_dir: Path, chooser: Any, **kw: Any) -> Any:
 
 def candidate_f1s(tr: Any, records: list, *, run_gold: bool, kb: str) -> dict[str, list[float]]:
     """Answer F1 of each recorded top-k candidate, run on its own (question -> F1 per rank)."""
-    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore.lower.text import write
 
     out = {}
     for rec in records:
@@ -146,7 +146,7 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=None, help="scratch folder for the bank and Spider stores (kept)")
     p.add_argument("--out", type=Path, default=None, help="folder for rows.jsonl and summary.json")
     args = p.parse_args()
-    from kbqa.translators.explore_chooser import make_chooser
+    from kbqa.translators.explore.rank.chooser import make_chooser
     from kbqa.translators.settings import get_model_settings
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kbqa-bench-chooser-"))

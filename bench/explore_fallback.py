@@ -13,7 +13,7 @@ folds of the same set are in the bank and the scored fold never is. The scored q
 Per question, in the same run and over the same bank: `cases`; `explore`'s search alone (its best candidate);
 the fallback alone (the nearest case, every slot re-grounded); and `explore` as shipped (mode "auto": the search,
 or the fallback when `ExploreTranslator.fallback_reason` gives a reason — no candidate, a bare class list, a
-score below `explore_fallback.WEAK_SCORE`, or nearest cases whose facts the store lacks). Each output is
+score below `explore.context.WEAK_SCORE`, or nearest cases whose facts the store lacks). Each output is
 compiled with `Engine.compile(..., execute=False)` and compared with the gold query (eval/query_metrics.py):
 exact structural match and triple-pattern F1. `--thresholds` prints what other WEAK_SCORE values would give.
 """
@@ -83,7 +83,7 @@ def score(engine: Any, text: str | None, gold: str) -> dict[str, Any]:
 def run_question(x: Any, engine: Any, rec: Any) -> dict[str, Any]:
     """The four systems on one question; the search runs once and feeds both `search` and `explore`."""
     from kb_dumps.errors import KBQAError
-    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore.lower.text import write
 
     t0 = time.perf_counter()
     anchors, ranked, info = x.search(rec.question)

@@ -25,7 +25,7 @@ from bench.explore import structure
 from kbqa.training.ranker_data import collect, read_candidates
 from kbqa.training.ranker_fit import kfold_by_kg, top1
 from kbqa.training.train_kgs import list_kgs
-from kbqa.translators.explore_rank import Ranker
+from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, Ranker
 
 
 def per_structure(rows: list[dict], pairs: dict[str, dict]) -> dict[str, dict[str, float]]:
@@ -70,8 +70,7 @@ def main() -> int:
     summary = {
         "candidates_file": str(path), "questions": len(rows), "kgs": len({r["kg"] for r in rows}),
         "search_p50_s": round(statistics.median(secs), 3), "search_p99_s": round(secs[int(0.99 * (len(secs) - 1))], 3),
-        "hand_linear": top1(Ranker.load(Path(__file__).resolve().parents[1] / "kbqa" / "translators" /
-                                        "explore_weights.json"), rows),
+        "hand_linear": top1(Ranker.load(DEFAULT_WEIGHTS_PATH), rows),
         "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds),
         "per_structure": per_structure(rows, pairs) if pairs else {},
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),

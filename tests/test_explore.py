@@ -22,8 +22,8 @@ from kbqa.pipeline import Engine
 from kbqa.training.ranker import Candidate, Question, evaluate, fit
 from kbqa.translators import translator_names
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore_link import read_cues
-from kbqa.translators.explore_rank import DEFAULT_WEIGHTS_PATH, FEATURES, Ranker, load_ranker
+from kbqa.translators.explore.link.words import read_cues
+from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, FEATURES, Ranker, load_ranker
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
@@ -203,7 +203,7 @@ def test_set_and_frequency_families_on_the_zoo(zoo_engine: Engine, question: str
 
 
 def test_cue_words_are_no_names() -> None:
-    from kbqa.translators.explore_link import cue_spans
+    from kbqa.translators.explore.link.words import cue_spans
 
     q = "What is the most common species of animals with more than 3 legs?"
     assert [q[s:e] for s, e in cue_spans(q)] == ["common", "more"]
@@ -234,7 +234,7 @@ def clinic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_abbreviated_predicate_names(clinic: Path) -> None:
-    from kbqa.translators.explore_link import _name_score, link_schema
+    from kbqa.translators.explore.link.words import _name_score, link_schema
 
     assert _name_score(["temperature"], ["temp"]) >= 0.8  # the name is a prefix of the word
     assert _name_score(["average"], ["age"]) < 0.8  # not a prefix: no abbreviation
@@ -422,7 +422,8 @@ def test_kbqa_index_builds_the_schema_memory(tmp_path: Path) -> None:
 
 
 def test_placeholder_names_are_ascii_for_any_label() -> None:
-    from kbqa.translators.explore_graphs import Cond, Graph, Step, Term, write
+    from kbqa.translators.explore.lower.text import write
+    from kbqa.translators.explore.query import Cond, Graph, Step, Term
 
     schema = SchemaMemory({}, {}, {}, {"type_predicate": "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"})
     g = Graph("hop", conds=[Cond((Step("http://x/p", False),), "=", Term("iri", "http://x/e", label="Saša Vujačić"))])
@@ -443,7 +444,7 @@ def test_bad_ranker_weights_are_a_usage_error(zoo: Path, tmp_path: Path) -> None
     assert e.value.info.stage == "usage" and "unknown ranker features" in e.value.info.message
 
 
-# ---- property groups through rdfs:subPropertyOf (explore_groups.py) --------------------------------
+# ---- property groups through rdfs:subPropertyOf (explore/link/groups.py, explore/propose/groups.py) --------------------------------
 
 
 def test_schema_memory_knows_property_groups_and_fills_in_an_old_file(zoo: Path) -> None:

@@ -1,4 +1,4 @@
-"""A model as chooser for `explore` (kbqa/translators/explore_chooser.py): the real SmolLM2 GGUF picks among the
+"""A model as chooser for `explore` (kbqa/translators/explore/rank/chooser.py): the real SmolLM2 GGUF picks among the
 zoo's top candidates through llama.cpp with a one-token grammar; a reply out of range, a reply that is no number
 and a failing model all keep the ranker's pick and say so; the setting and the CLI flag wire it in.
 (Needs llama-cpp-python and the SmolLM2 weights, like tests/test_models_llama.py: the `smollm2` fixture.)"""
@@ -16,7 +16,7 @@ from kbqa.backends.base import Backend, GenerateResult
 from kbqa.pipeline import Engine
 from kbqa.translators.base import TranslateError
 from kbqa.translators.explore import ExploreTranslator, make
-from kbqa.translators.explore_chooser import Chooser, choice_grammar, parse_choice
+from kbqa.translators.explore.rank.chooser import Chooser, choice_grammar, parse_choice
 from kbqa.translators.settings import get_model_settings
 
 ZOO = Path(__file__).resolve().parent / "fixtures" / "explore" / "zoo.ttl"

@@ -13,13 +13,13 @@ from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
-from kbqa.translators import explore_facts
 from kbqa.translators.base import TranslateError
 from kbqa.translators.casebank import bank_dir
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore_fallback import weak
-from kbqa.translators.explore_graphs import Cond, Graph, Step
+from kbqa.translators.explore.fallback import facts as explore_facts
+from kbqa.translators.explore.fallback.cases import weak
+from kbqa.translators.explore.query import Cond, Graph, Step
 from kbqa.translators.settings import get_model_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explore_fallback"
@@ -51,7 +51,7 @@ def _grounding(text: str) -> dict[str, str | None]:
 
 def test_a_superlative_gets_the_questions_property_and_direction(translator: ExploreTranslator) -> None:
     # the nearest case is "Who is the tallest person?" (height, descending): neither may be copied
-    out = translator._fallback.translate("Who is the lightest person?", "test", {})
+    out = translator.case_fallback.translate("Who is the lightest person?", "test", {})
     assert out is not None and out.details["fallback"]["case_question"] == "Who is the tallest person?"
     uris = set(_grounding(out.text).values())
     assert EX + "mass" in uris and EX + "height" not in uris and EX + "Person" in uris
@@ -61,10 +61,10 @@ def test_a_superlative_gets_the_questions_property_and_direction(translator: Exp
 
 
 def test_a_property_named_differently_is_regrounded_and_a_shared_one_kept(translator: ExploreTranslator) -> None:
-    out = translator._fallback.translate("Who is the sibling of Dora Moss?", "test", {})
+    out = translator.case_fallback.translate("Who is the sibling of Dora Moss?", "test", {})
     assert out is not None
     assert set(_grounding(out.text).values()) == {EX + "sibling", EX + "dora"}
-    kept = translator._fallback.translate("Who is the spouse of Erin Lake?", "test", {})
+    kept = translator.case_fallback.translate("Who is the spouse of Erin Lake?", "test", {})
     assert kept is not None and set(_grounding(kept.text).values()) == {EX + "spouse", EX + "erin"}
     assert all(s["how"] == "kept" for s in kept.details["fallback"]["slots"])
 
@@ -125,15 +125,15 @@ def test_the_bank_says_whether_the_store_holds_the_facts(translator: ExploreTran
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # case 3 ("employer of Dora Moss") needs a triple the store lacks; case 2 ("spouse of Carl Moss") has it;
     # case 1 ("the tallest person") names no entity: nothing to check
-    by_question = {c.question: c for c in translator._case_bank().cases}
-    facts = translator._facts
+    by_question = {c.question: c for c in translator.ctx.cases.bank().cases}
+    facts = translator.facts
     assert facts.holds(by_question["Who is the spouse of Carl Moss?"])
     assert not facts.holds(by_question["Who is the employer of Dora Moss?"])
     assert facts.holds(by_question["Who is the tallest person?"])
     # the reason follows the similarity-weighted share of nearest cases whose facts are held
     question = "Who is the employer of Bob Tern?"
     span = (question.index("Bob"), len(question) - 1)
-    hits = translator._case_bank().search("Who is the employer of something?", k=5)
+    hits = translator.ctx.cases.bank().search("Who is the employer of something?", k=5)
     share = sum(h.similarity for h in hits if facts.holds(h.case)) / sum(h.similarity for h in hits)
     reason = facts.lacking(question, [span])
     assert (reason is not None) == (share < 0.5)

@@ -12,8 +12,8 @@ from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kbqa.pipeline import Engine
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore_link import Link
-from kbqa.translators.explore_names import name_variants
+from kbqa.translators.explore.link.names import name_variants
+from kbqa.translators.explore.link.words import Link
 from kbqa.translators.mentions import open_lexicon
 
 ROOT = Path(__file__).resolve().parents[1]

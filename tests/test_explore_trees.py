@@ -18,9 +18,9 @@ from kb_dumps.layout import StoreLayout
 from kbqa.training.ranker_data import read_candidates
 from kbqa.training.ranker_fit import DEFAULT_PARAMS, from_lightgbm, kfold_by_kg, relevance, top1
 from kbqa.training.train_kgs import is_trivial, list_kgs, read_questions
-from kbqa.translators.explore_rank import load_ranker
-from kbqa.translators.explore_structure import question_features
-from kbqa.translators.explore_trees import TreeRanker
+from kbqa.translators.explore.features.structure import question_features
+from kbqa.translators.explore.rank.rankers import load_ranker
+from kbqa.translators.explore.rank.trees import TreeRanker
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN_KGS = ROOT / "tests" / "fixtures" / "train_kgs"
@@ -148,7 +148,7 @@ def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict
 
 def test_the_shipped_ranker_is_fitted_trees_that_say_what_they_were_fitted_on() -> None:
     ranker = load_ranker()
-    assert isinstance(ranker, TreeRanker) and ranker.source.endswith("explore_ranker.json")
+    assert isinstance(ranker, TreeRanker) and ranker.source.endswith("explore/rank/ranker.json")
     assert ranker.meta["learner"].startswith("lightgbm") and "--train-kgs" in ranker.meta["command"]
     assert ranker.meta["fitted_on"]["kgs"] > 100 and len(ranker.trees) >= 100
     # question words are learned features, and no feature is the structure prior (fitted on the same questions)

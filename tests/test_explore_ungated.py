@@ -10,7 +10,7 @@ import pytest
 
 from kb_dumps.ingest import ingest
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore_link import _name_score, _same_root, link_schema
+from kbqa.translators.explore.link.words import _name_score, _same_root, link_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
@@ -65,7 +65,7 @@ def test_an_aggregate_no_cue_word_names_is_still_proposed(zoo: ExploreTranslator
 def test_group_by_shapes_project_their_count(zoo: ExploreTranslator) -> None:
     grouped = [g for g in _shapes(zoo, "Animals and their species, please.") if g.group and g.aggs]
     assert grouped
-    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore.lower.text import write
 
     sparql = write(grouped[0], zoo.schema, desq=False)
     assert "COUNT(" in sparql.split("WHERE")[0]  # the count is a column beside the group key
@@ -96,7 +96,7 @@ def test_predicate_names_written_another_way_are_linked(library: ExploreTranslat
 
 
 def test_different_values_are_counted(library: ExploreTranslator) -> None:
-    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore.lower.text import write
 
     for q in ("How many different shelf codes are there?", "Number of distinct shelf codes in the library?"):
         got = [g for g in _shapes(library, q) if g.aggs and g.aggs[0][0] == "COUNT_DISTINCT"]
@@ -117,7 +117,7 @@ def test_a_name_in_another_word_order_is_linked(zoo: ExploreTranslator) -> None:
 
 
 def test_items_are_also_shown_by_their_display_column(library: ExploreTranslator, zoo: ExploreTranslator) -> None:
-    from kbqa.translators.explore_display import DisplayColumns
+    from kbqa.translators.explore.propose.display import DisplayColumns
 
     # every text attribute of the books repeats (two writers, two shelves, two wings for three books): none names
     # the books apart

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa.translators.explore_anchors import number_units
-from kbqa.translators.explore_link import Link
+from kbqa.translators.explore.link.anchors import number_units
+from kbqa.translators.explore.link.words import Link
 
 INT = "http://www.w3.org/2001/XMLSchema#integer"
 
@@ -50,7 +50,7 @@ def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
     from kb_dumps.ingest import ingest
     from kbqa.pipeline import Engine
     from kbqa.translators.explore import ExploreTranslator
-    from kbqa.translators.explore_rank import DEFAULT_WEIGHTS_PATH, load_ranker
+    from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, load_ranker
 
     zoo = Path(__file__).resolve().parent / "fixtures" / "explore" / "zoo.ttl"
     store = tmp_path / "zoo"
@@ -73,7 +73,7 @@ def test_an_order_key_the_question_also_lists_is_shown(tmp_path) -> None:
 ])
 def test_a_value_right_after_a_class_word_belongs_to_that_class(q: str, owned: bool) -> None:
     from grounding.schema import PredicateInfo, SchemaMemory
-    from kbqa.translators.explore_anchors import value_owners
+    from kbqa.translators.explore.link.anchors import value_owners
 
     start = q.index("2015")
     born = Link("value", "ex:birth_year", 0.7, (start, start + 4), "2015", value="2015")

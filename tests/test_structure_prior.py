@@ -12,8 +12,7 @@ import pytest
 from kb_dumps.ingest import ingest
 from kbqa.training.structure_prior import fit, prune
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore_graphs import Cond, Graph, Step, Term
-from kbqa.translators.explore_prior import (
+from kbqa.translators.explore.features.prior import (
     DEFAULT_PRIOR_PATH,
     StructurePrior,
     add_struct_prior,
@@ -22,7 +21,8 @@ from kbqa.translators.explore_prior import (
     sparql_shape,
     tokens,
 )
-from kbqa.translators.explore_rank import FEATURES, Ranker
+from kbqa.translators.explore.query import Cond, Graph, Step, Term
+from kbqa.translators.explore.rank.rankers import FEATURES, Ranker
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
@@ -130,7 +130,7 @@ def test_struct_prior_feature_on_zoo_candidates(tmp_path: Path, shipped: Structu
 
 
 def test_no_prior_file_no_feature(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbqa.translators.explore_prior as explore_prior
+    import kbqa.translators.explore.features.prior as explore_prior
 
     assert load_prior("/nonexistent/prior.json") is None
     monkeypatch.setattr(explore_prior, "load_prior", lambda path=None: None)

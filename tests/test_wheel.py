@@ -2,9 +2,9 @@
 (`--no-deps`, into a folder outside the tree, over this test venv's dependencies), it holds every tracked
 non-.py file of the packages, and `kbqa ask` there gives the same answer and translate detail as the checkout.
 
-An installed explore without `explore_structure_prior.json` ran silently without its structure prior (issue 24);
+An installed explore without `explore/features/structure_prior.json` ran silently without its structure prior (issue 24);
 the comparison below includes the ranked candidates' feature contributions, and the installed copy must rank with
-the shipped fitted trees (`explore_ranker.json`) read from its own package.
+the shipped fitted trees (`explore/rank/ranker.json`) read from its own package.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def ask(site: Path, store: Path, home: Path, cwd: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(site), "KBQA_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "PYTHONNOUSERSITE": "1"}
     proc = subprocess.run([sys.executable, "-c", RUN, str(site), "ask", QUESTION, "--store", str(store),
-                           "--backend", "explore", "--format", "json"], cwd=cwd, env=env, capture_output=True,
+                           "--translator", "explore", "--format", "json"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -91,7 +91,7 @@ def test_installed_wheel_has_every_data_file_and_answers_as_the_checkout(tmp_pat
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile", "-q", "--target",
                     str(site), str(wheel)], check=True, capture_output=True, timeout=300)
-    assert (site / "kbqa" / "translators" / "explore_structure_prior.json").is_file()
+    assert (site / "kbqa" / "translators" / "explore" / "features" / "structure_prior.json").is_file()
 
     sample = get_sample("bestiary")
     store = tmp_path / "bestiary"

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kbqa.training.ranker_data import benchmark_gold, result_json
-from kbqa.translators.explore_rank import FEATURES, Ranker
+from kbqa.translators.explore.rank.rankers import FEATURES, Ranker
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Question:
 def collect(translator: Any, records: list[Any], kg: str, progress: bool = True) -> list[Question]:
     """Run the explore search on each record and label every checked candidate by its answer F1."""
     from eval.answer_metrics import score_question
-    from kbqa.translators.explore_graphs import write
+    from kbqa.translators.explore.lower.text import write
 
     try:
         from tqdm import tqdm

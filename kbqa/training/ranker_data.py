@@ -5,7 +5,7 @@ choices then read this file in minutes. One line per question:
 
     {"id", "kg", "text", "seconds", "candidates": [{"features": {...}, "f1": float, "family": str}, ...]}
 
-A candidate's `features` are `graph_features` (explore_structure.py) without the question's own words, which
+A candidate's `features` are `graph_features` (explore/features/structure.py) without the question's own words, which
 `question_features(text)` gives again at fit time. `f1` is the answer F1 of the candidate's answers against the
 gold answers (1.0: the answers equal the gold). The file is appended question by question and a rerun skips the
 ids it already holds, so an interrupted run resumes.
@@ -40,9 +40,9 @@ def result_json(res: Any) -> dict[str, Any]:
 def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]:
     """Run the search on one question and score each checked candidate's answers against the gold."""
     from eval.answer_metrics import score_question
-    from kbqa.translators.explore import CHECK_ROW_CAP
-    from kbqa.translators.explore_graphs import write
-    from kbqa.translators.explore_structure import graph_features
+    from kbqa.translators.explore.features.structure import graph_features
+    from kbqa.translators.explore.lower.text import write
+    from kbqa.translators.explore.rank.check import CHECK_ROW_CAP
 
     _a, ranked, info = translator.search(question.question)
     # a candidate cut at the check's row cap is run again in full only when the gold is that large too (against
@@ -90,7 +90,8 @@ def read_candidates(path: str | Path) -> list[dict[str, Any]]:
 def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[str] | None = None,
             limit: int | None = None, budget_s: float | None = None, progress: bool = True) -> Path:
     """Write (or complete) the candidates file `out` for the train KGs of `folder` (stores under `work`)."""
-    from kbqa.translators.explore import DEFAULT_BUDGET_S, ExploreTranslator
+    from kbqa.translators.explore import ExploreTranslator
+    from kbqa.translators.explore.context import DEFAULT_BUDGET_S
 
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,7 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
 
 def iter_groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], list[dict[str, float]], list[float]]]:
     """Per question: its row, each candidate's full features (the question's words added back) and F1."""
-    from kbqa.translators.explore_structure import question_features
+    from kbqa.translators.explore.features.structure import question_features
 
     for r in rows:
         qf = question_features(r["text"])
@@ -154,7 +155,8 @@ def collect_sets(specs: list[tuple[str, Path]], out: str | Path, *, limit: int |
     from tqdm import tqdm
 
     from eval.loaders import load_benchmark
-    from kbqa.translators.explore import DEFAULT_BUDGET_S, ExploreTranslator
+    from kbqa.translators.explore import ExploreTranslator
+    from kbqa.translators.explore.context import DEFAULT_BUDGET_S
 
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)

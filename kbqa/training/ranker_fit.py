@@ -4,7 +4,7 @@ LambdaRank over each question's candidate list: relevance 2 when the candidate's
 answers (F1 = 1), 1 when they overlap well (F1 ≥ 0.5), else 0. Questions whose candidates are all equally
 right or wrong teach nothing and are left out of fitting (they still count when scoring). The vocabulary of
 question words is learned too: a word enters as a feature only when at least `min_word_count` train questions
-use it. The model is converted to the plain-JSON trees of `kbqa/translators/explore_trees.py`, so answering
+use it. The model is converted to the plain-JSON trees of `kbqa/translators/explore/rank/trees.py`, so answering
 needs numpy only; LightGBM is needed for fitting (the `train` extra).
 
 `struct_prior` is left out: the structure prior is itself fitted on the Spider train questions, so on them it
@@ -23,7 +23,7 @@ import numpy as np
 
 from kb_dumps.errors import KBQAError
 from kbqa.training.ranker_data import iter_groups
-from kbqa.translators.explore_trees import Tree, TreeRanker
+from kbqa.translators.explore.rank.trees import Tree, TreeRanker
 
 LEFT_OUT = ("struct_prior",)
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -161,7 +161,7 @@ def from_lightgbm(model: dict[str, Any], names: list[str], meta: dict[str, Any])
 def _scores(ranker: Any, feats: list[dict[str, float]]) -> np.ndarray:
     if isinstance(ranker, TreeRanker):
         return ranker.score_dicts(feats)
-    # the linear ranker of explore_rank.py
+    # the linear ranker of explore/rank/rankers.py
     return np.array([ranker.bias + sum(ranker.weights.get(k, 0.0) * v for k, v in f.items()) for f in feats])
 
 

@@ -4,7 +4,7 @@ multinomial logistic regression over the question's words and bigrams (numpy, L2
 lines, so scikit-learn, not a dependency of the project, is not pulled in for it) learns
 P(shape | question). The weights are pruned to the strongest features and saved as plain JSON.
 
-  python -m kbqa.training.structure_prior                       # writes kbqa/translators/explore_structure_prior.json
+  python -m kbqa.training.structure_prior                       # writes kbqa/translators/explore/features/structure_prior.json
   python -m kbqa.training.structure_prior --train PATH --out FILE --features 3000
 
 Every question of a scored set (Spider4SPARQL dev, BESTIARY, SimpleQuestions valid) is excluded by its text.
@@ -23,7 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kbqa.translators.explore_prior import DEFAULT_PRIOR_PATH, SHAPES, StructurePrior, sparql_shape, tokens
+from kbqa.translators.explore.features.prior import (
+    DEFAULT_PRIOR_PATH,
+    SHAPES,
+    StructurePrior,
+    sparql_shape,
+    tokens,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # bundled by scripts/copy_benchmarks.py (gzip); a plain train.json from upstream works too

@@ -105,7 +105,7 @@ class LanguageProfile:
     owner_prepositions: tuple[str, ...]  # between a class word and its value ("an animal from 2015")
     owner_articles: tuple[str, ...]
     owner_year_word: str
-    # Property groups (explore_groups.py)
+    # Property groups (explore/link/groups.py, explore/propose/groups.py)
     group_generic_words: frozenset[str]  # a group's name words that say "a group" but not which
     group_nouns: tuple[str, ...]  # generic nouns after a group's name ("fitness attributes")
     group_desc_words: tuple[str, ...]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -24,18 +24,13 @@ from grounding.text import normalize
 from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.base import TranslateError, TranslationResult
-from kbqa.translators.casebank import question_key, slot_pattern
-from kbqa.translators.explore_link import read_cues
+from kbqa.translators.casebank import slot_pattern
+from kbqa.translators.explore.context import WEAK_SCORE, ExploreContext
+from kbqa.translators.explore.link.words import read_cues
+from kbqa.translators.explore.query import Graph
 from kbqa.translators.language import ENGLISH, LanguageProfile
 from kbqa.translators.mentions import tokenize
 
-if TYPE_CHECKING:
-    from kbqa.translators.explore import ExploreTranslator
-    from kbqa.translators.explore_graphs import Graph
-
-# The best search candidate must score at least this for `explore` to keep it over the fallback (ranker units;
-# measured with bench/explore_fallback.py). None: no score threshold (the other reasons of `weak` still apply).
-WEAK_SCORE = None
 # A differing stretch of the case's question names a slot when it matches the slot's names this well.
 NAMES_SLOT = 0.6
 # A grounding candidate counts when the question's words match its label or an alias this well (lexical signal).
@@ -87,34 +82,25 @@ def weak(ranked: list[Graph], threshold: float | None = WEAK_SCORE) -> str | Non
 class CaseFallback:
     """The nearest case's structure with every slot re-grounded from the question (see the module docstring)."""
 
-    def __init__(self, owner: ExploreTranslator):
-        self.owner = owner
+    def __init__(self, ctx: ExploreContext):
+        self.ctx = ctx
         self._by_id: dict[str, Any] | None = None
         self._grounder: Any = None
 
     @property
     def _lang(self) -> LanguageProfile:
-        """The words the owner reads questions with."""
-        return getattr(self.owner, "language", ENGLISH)
+        """The words questions are read with."""
+        return self.ctx.language
 
     # ---- what it reuses --------------------------------------------------------------------------
     def cases(self) -> Any:
         """The `cases` translator over the explore translator's bank (shared with its `case_entity` feature);
         None when the store has no case bank."""
-        x = self.owner
-        bank = x._case_bank()
-        if not bank or not len(bank):
-            return None
-        if x._cases is None:
-            from kbqa.translators.cases import CasesTranslator
-
-            x._cases = CasesTranslator(x.store_dir, bank=bank, store=x.store, memory=x.memory)
-            x._cases.exclude(x._exclude_ids, x._exclude_questions)
-        return x._cases
+        return self.ctx.cases.cases_translator()
 
     def _case(self, case_id: str) -> Any:
         if self._by_id is None:
-            self._by_id = {c.id: c for c in self.owner._case_bank().cases}
+            self._by_id = {c.id: c for c in self.ctx.cases.bank().cases}
         return self._by_id[case_id]
 
     def _ground(self, words: str, kind: str, k: int = 8) -> list[Any]:
@@ -122,7 +108,7 @@ class CaseFallback:
             from grounding.ground import get_grounder
 
             try:
-                self._grounder = get_grounder(self.owner.store_dir, store=self.owner.store)
+                self._grounder = get_grounder(self.ctx.store_dir, store=self.ctx.store)
             except Exception:  # noqa: BLE001 - no grounding index: the engine grounds the label itself
                 self._grounder = False
         if not self._grounder or not words.strip():
@@ -135,18 +121,12 @@ class CaseFallback:
     def translate(self, question: str, reason: str, search_info: dict[str, Any], *,
                   qid: str | None = None) -> TranslationResult | None:
         """The fallback's DeSQ, or None when there is no case bank or no case fits."""
-        cases = self.cases()
-        if cases is None:
+        if self.cases() is None:
             return None
-        saved = set(cases.exclude_questions)
-        # as for explore's case votes: a question never answers itself (benchmarks score bank questions too)
-        cases.exclude_questions.add(question_key(question))
-        try:
-            res = cases.translate(question, qid=qid)
+        try:  # as for explore's case votes: a question never answers itself (benchmarks score bank questions too)
+            res = self.ctx.cases.translate_with_cases(question, qid=qid)
         except TranslateError:  # no case resembles it: explore's own answer (or its error naming the links)
             return None
-        finally:
-            cases.exclude_questions = saved
         case = self._case(res.details["case"])
         parsed = parse_desq(res.text)
         if not parsed.ok or parsed.plan is None:
@@ -215,7 +195,7 @@ class CaseFallback:
 
     # ---- properties and classes ------------------------------------------------------------------
     def _names(self, g: Any) -> list[str]:
-        x = self.owner
+        x = self.ctx
         names = [g.label] if g.label else []
         if g.uri:
             key = x.profile.property_entity(g.uri) if g.kind == "property" else g.uri
@@ -240,7 +220,7 @@ class CaseFallback:
         attribute_of = self._lang.attribute_of  # "heaviest" -> mass: the attribute an adjective sorts by
         query = attribute_of.get(words, attribute_of.get(words.split()[-1], words)) if numeric else words
         for cand in self._ground(query, g.kind):
-            uri = self.owner.profile.direct_property(cand.id) if g.kind == "property" else cand.id
+            uri = self.ctx.profile.direct_property(cand.id) if g.kind == "property" else cand.id
             if self._fits(uri, g.kind, numeric):
                 return Reground(g.name, g.kind, g.label, cand.label or query, uri, "regrounded", best.new_raw)
         best.used = False  # nothing the words name: the case's own slot is the better guess
@@ -248,7 +228,7 @@ class CaseFallback:
 
     def _fits(self, uri: str, kind: str, numeric: bool) -> bool:
         """What the schema memory can say: a class the store has, a predicate of the right value type."""
-        schema = self.owner.schema
+        schema = self.ctx.schema
         if kind == "class":
             return True
         info = schema.predicates.get(uri)

@@ -12,14 +12,11 @@ for LC-QuAD 2.0 dev, QALD, RuBQ and WikiWebQuestions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb_dumps.errors import KBQAError
-from kbqa.translators.casebank import question_key
+from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.mentions import mask
-
-if TYPE_CHECKING:
-    from kbqa.translators.explore import ExploreTranslator
 
 NEAREST = 5  # solved questions consulted
 HELD_MIN = 0.5  # below this similarity-weighted share of nearest cases whose facts the store holds: fall back
@@ -28,21 +25,18 @@ HELD_MIN = 0.5  # below this similarity-weighted share of nearest cases whose fa
 class FactsCheck:
     """Whether the store holds the facts of the solved questions nearest to a question (see the docstring)."""
 
-    def __init__(self, owner: ExploreTranslator):
-        self.owner = owner
+    def __init__(self, ctx: ExploreContext):
+        self.ctx = ctx
         self._held: dict[str, bool] = {}  # case id -> its facts are in the store
 
     def lacking(self, question: str, spans: list[tuple[int, int]]) -> str | None:
         """A reason to take the case fallback (the nearest solved questions' facts are mostly not in the store),
         or None: no bank, no case, or the facts are there. `spans`: entity mentions, masked as the bank's own
         questions are."""
-        x = self.owner
-        bank = x._case_bank()
-        if not bank or not len(bank):
+        x = self.ctx
+        if not x.cases.usable():
             return None
-        skip = x._exclude_questions | {question_key(question)}  # never its own case
-        hits = bank.search(mask(question, spans, "something"), k=NEAREST, exclude_ids=x._exclude_ids or None,
-                           exclude_questions=skip)
+        hits = x.cases.nearest(mask(question, spans, "something"), question, k=NEAREST)  # never its own case
         weight = sum(max(h.similarity, 0.0) for h in hits)
         if not hits or weight <= 0:
             return None
@@ -60,7 +54,7 @@ class FactsCheck:
         return self._held[case.id]
 
     def _check(self, case: Any) -> bool:
-        x = self.owner
+        x = self.ctx
         slots = {s.name: s for s in case.slots}
         for chk in case.checks:
             slot = slots.get(chk.slot)

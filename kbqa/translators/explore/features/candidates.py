@@ -2,27 +2,26 @@
 each one-hop predicate (`rel_sim`) and to each candidate's verbalisation (`vsim`), lexical overlap with the
 graph's labels (`lex_p` / `lex_r`), and the case bank's second opinions — which predicate and direction the
 nearest solved questions use (`case_vote`) and which entity the `cases` translator would fill (`case_entity`).
-The structural features are set where the candidates are built (explore_search.py / explore_shapes.py), the
-structure prior in explore_prior.py.
+The structural features are set where the candidates are built (propose/), the structure prior in
+features/prior.py, the graph's structure and the question's words in features/structure.py.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb_dumps.errors import KBQAError
-from kbqa.translators.explore_graphs import Graph, verbalise
-from kbqa.translators.explore_search import Anchors
-
-if TYPE_CHECKING:
-    from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.link.anchors import Anchors
+from kbqa.translators.explore.lower.text import verbalise
+from kbqa.translators.explore.query import Graph
 
 
 class CandidateFeatures:
-    """Computes the features above for one translator's candidates (caches the embedder and predicate vectors)."""
+    """Computes the features above for one store's candidates (caches the embedder and predicate vectors)."""
 
-    def __init__(self, owner: ExploreTranslator):
-        self.owner = owner
+    def __init__(self, ctx: ExploreContext):
+        self.ctx = ctx
         self._embedder: Any = None
         self._pred_vecs: dict[str, Any] = {}
 
@@ -36,7 +35,7 @@ class CandidateFeatures:
     def relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
         predicate's label and description, with the store's grounding embedder (none: the feature stays 0)."""
-        x = self.owner
+        x = self.ctx
         hops = [g for g in graphs if g.family == "hop"]
         if not hops:
             return
@@ -70,7 +69,7 @@ class CandidateFeatures:
     def text_embedder(self) -> Any:
         """The embedder of the store's grounding index (process-wide, shared with the grounder), else the
         default one; False when none loads (the similarity features then stay 0)."""
-        x = self.owner
+        x = self.ctx
         if self._embedder is None:
             try:
                 from grounding.build import read_meta
@@ -86,7 +85,7 @@ class CandidateFeatures:
         """`vsim`: cosine of the question and each candidate's verbalisation; `lex_p` / `lex_r`: the share of
         the graph's own words (class and predicate labels) that the question uses, and of the question's
         content words the graph's labels cover."""
-        x = self.owner
+        x = self.ctx
         if not graphs:
             return
         lang = x.language
@@ -119,26 +118,14 @@ class CandidateFeatures:
         """`case_entity` of one-hop candidates: whether the `cases` translator (same bank, same exclusions) fills
         its entity slot with this candidate's anchor — its mention prior and (entity, property) KB check make
         a second opinion on which of several same-label items the question means."""
-        x = self.owner
+        x = self.ctx
         hops = [g for g in graphs if g.family == "hop"]
-        bank = x._case_bank() if hops else False
-        if not bank or not len(bank):
+        if not hops or not x.cases.usable():
             return
-        if x._cases is None:
-            from kbqa.translators.cases import CasesTranslator
-
-            x._cases = CasesTranslator(x.store_dir, bank=bank, store=x.store, memory=x.memory)
-            x._cases.exclude(x._exclude_ids, x._exclude_questions)
-        from kbqa.translators.casebank import question_key
-
-        saved = set(x._cases.exclude_questions)
-        x._cases.exclude_questions.add(question_key(question))  # as for case_vote: never its own answer
-        try:
-            fills = x._cases.translate(question).details.get("fills") or {}
+        try:  # as for case_vote: never its own answer
+            fills = x.cases.translate_with_cases(question).details.get("fills") or {}
         except KBQAError:  # cases has no structure for it: no second opinion
             return
-        finally:
-            x._cases.exclude_questions = saved
         chosen = {x.profile.expand(f["uri"]) for f in fills.values() if f.get("uri")}
         for g in hops:
             value = g.conds[0].value
@@ -148,14 +135,12 @@ class CandidateFeatures:
         """`case_vote` of one-hop candidates: how strongly the nearest solved questions of the store's case bank
         (when it has one) use the same predicate in the same direction — learned from training questions of
         this kind, never from the question itself."""
-        x = self.owner
+        x = self.ctx
         hops = [g for g in graphs if g.family == "hop"]
         if not hops:
             return
-        x._case_bank()
-        if x._bank is False or not len(x._bank):
+        if not x.cases.usable():
             return
-        from kbqa.translators.casebank import question_key
         from kbqa.translators.mentions import mask
 
         # votes per masked question: each candidate masks its own anchor's words, so the nearest cases are
@@ -168,9 +153,7 @@ class CandidateFeatures:
             if masked not in by_mask:
                 votes: dict[tuple[str, str], float] = {}
                 # the question itself never votes (a training question is in the bank that scores it)
-                skip = x._exclude_questions | {question_key(question)}
-                for h in x._bank.search(masked, k=10, exclude_ids=x._exclude_ids or None,
-                                           exclude_questions=skip):
+                for h in x.cases.nearest(masked, question, k=10):
                     for chk in h.case.checks:
                         key = (x.profile.expand(chk.property), chk.position)
                         votes[key] = max(votes.get(key, 0.0), h.similarity)

@@ -1,5 +1,5 @@
 """The structure prior of the `explore` ranker: P(query shape | question words), from a small linear text
-classifier kept as plain JSON (`explore_structure_prior.json`, built by `python -m kbqa.training.structure_prior`),
+classifier kept as plain JSON (`structure_prior.json` beside it, built by `python -m kbqa.training.structure_prior`),
 and the shape of a candidate Graph in the same labels, so that `struct_prior` = P(the candidate's own shape).
 
 The shapes, first match wins (one order for gold SPARQL and candidate graphs):
@@ -17,12 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kbqa.translators.explore_graphs import Graph
-from kbqa.translators.explore_link import read_cues
+from kbqa.translators.explore.link.words import read_cues
+from kbqa.translators.explore.query import Graph
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 PRIOR_FORMAT = "structure-prior/1"
-DEFAULT_PRIOR_PATH = Path(__file__).with_name("explore_structure_prior.json")
+DEFAULT_PRIOR_PATH = Path(__file__).with_name("structure_prior.json")
 SHAPES = ("ask", "negation", "having", "group-top", "group", "count", "aggregate", "top", "compare", "list")
 _CMP_OPS = {"<", ">", "<=", ">="}
 _QUOTED = re.compile(r"""["“‘][^"”’]{1,80}["”’]|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])""")

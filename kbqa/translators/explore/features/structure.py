@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from kbqa.translators.explore_graphs import Graph
+from kbqa.translators.explore.query import Graph
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 AGGREGATES = ("COUNT", "AVG", "MIN", "MAX", "SUM")

@@ -1,13 +1,52 @@
-"""Readings of a value the words around it settle, after linking (explore.py `anchors`): a number next to a
+"""The link stage: `link_question` reads a question's cue words and links its classes, predicates, values and
+entities (`Anchors`, what the search starts from); then the words around a value settle its reading: a number next to a
 predicate's name ("4 legs", "weight of 190") and a value right after a class word ("an animal from 2015")
 link to that predicate first; the value's other readings stay, weaker, for the ranker.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from grounding.schema import SchemaMemory
-from kbqa.translators.explore_link import Link
+from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.link.entities import EntityLinker
+from kbqa.translators.explore.link.words import Cues, Link, link_schema, link_values, read_cues
 from kbqa.translators.language import ENGLISH, LanguageProfile
+
+
+@dataclass
+class Anchors:
+    """Everything linked in one question."""
+
+    question: str
+    cues: Cues
+    classes: list[Link]
+    predicates: list[Link]
+    values: list[Link]
+    entities: list[Link]
+    lang: LanguageProfile = ENGLISH  # the words the question was read with
+
+    def content_words(self) -> list[tuple[int, int]]:
+        return [(m.start(), m.end()) for m in re.finditer(r"\w+", self.question)
+                if m.group(0).lower() not in self.lang.function_words]
+
+
+def link_question(ctx: ExploreContext, entities: EntityLinker, question: str) -> Anchors:
+    """Everything the question names that the store knows, and its cue words."""
+    lang = ctx.language
+    cues = read_cues(question, lang)
+    schema_links = link_schema(question, ctx.schema, lang=lang)
+    classes = [lk for lk in schema_links if lk.kind == "class"]
+    # a span that names a class or predicate well is not a respelt item name
+    ents = entities.entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
+    entities.qualify(question, ents, classes)
+    predicates = [lk for lk in schema_links if lk.kind == "predicate"]
+    values = link_values(question, ctx.schema, cues, lang)
+    number_units(question, values, predicates, lang)
+    value_owners(question, values, classes, ctx.schema, lang)
+    return Anchors(question, cues, classes, predicates, values, ents, lang)
 
 
 def number_units(question: str, values: list[Link], predicates: list[Link], lang: LanguageProfile = ENGLISH

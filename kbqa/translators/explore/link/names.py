@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grounding.text import normalize
-from kbqa.translators.explore_link import Link
+from kbqa.translators.explore.link.words import Link
 from kbqa.translators.language import ENGLISH, LanguageProfile
 from kbqa.translators.mentions import tokenize
 

@@ -1,6 +1,6 @@
 """Linking for the `explore` translator: what a question says (cue words, numbers, comparisons) and what of the
 knowledge graph it names (classes, predicates, quoted values, entities), each with a score, all kept as
-alternatives for the query-graph search (`explore_graphs.py`)."""
+alternatives for the query-graph search (propose/)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ class Link:
     datatype: str | None = None
     label: str = ""
     op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
-    variant: bool = False  # an entity named differently from its label (explore_names.py): a weak link
+    variant: bool = False  # an entity named differently from its label (link/names.py): a weak link
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -1,98 +1,15 @@
-"""Query graphs of the `explore` translator: a focus variable, constraints reached by predicate paths, the
-projected attributes and the query's shape (count, aggregates, group-by, order, limit, ASK), written either
-as DeSQ (atomic constraints + fragments + a grounding block with the URIs the search confirmed) or as SPARQL
-for the execution check. One builder writes both, so what was checked is what the pipeline compiles."""
+"""The patterns of a query graph (query.py), written with one term writer: DeSQ placeholders (with a grounding
+line naming the URI the search confirmed) or SPARQL IRIs. `lower/text.py` puts them together as DeSQ or SPARQL;
+one builder writes both, so what was checked is what the pipeline compiles."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from grounding.schema import SchemaMemory, readable_name
 from grounding.text import normalize
-
-
-@dataclass(frozen=True)
-class Step:
-    """One edge: `forward` means `?from <pred> ?to`, else `?to <pred> ?from`."""
-
-    pred: str
-    forward: bool = True
-
-
-Path = tuple[Step, ...]
-
-
-@dataclass
-class Term:
-    """A constant: an IRI, a literal (lexical form + datatype) or a number written as-is."""
-
-    kind: str  # iri | literal | number
-    value: str
-    datatype: str | None = None
-    label: str = ""
-
-
-@dataclass
-class Cond:
-    """A constraint on the node at the end of `path` (from the focus): `op` compares it with `value`;
-    `op` "exists" only requires the path. `negated`: the whole constraint sits in FILTER NOT EXISTS."""
-
-    path: Path
-    op: str
-    value: Term | None = None
-    negated: bool = False
-    text: str = ""  # the words of the question it came from
-    score: float = 1.0
-    values: list[Term] = field(default_factory=list)  # op "in": any of these ("in 2014 or 2015")
-    name_filter: bool = False  # a word of the question matched inside the focus items' names, not a link
-    other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
-    versus_average: str | None = None  # compare with the average over this class of the same path
-    span: tuple[int, int] | None = None  # where in the question it is said
-
-
-@dataclass
-class Graph:
-    """A candidate query graph around the focus variable (`?var1`)."""
-
-    family: str
-    focus_class: str | None = None
-    conds: list[Cond] = field(default_factory=list)
-    answer: list[Path] = field(default_factory=lambda: [()])  # () is the focus itself
-    form: str = "select"  # select | ask
-    # (COUNT|COUNT_DISTINCT|AVG|MIN|MAX|SUM, path); path None = the focus
-    aggs: list[tuple[str, Path | None]] = field(default_factory=list)
-    group: bool = False  # GROUP BY the answer columns (an aggregate per group)
-    order: tuple[Path | None, bool] | None = None  # (path, or None for the first aggregate; descending)
-    limit: int | None = None
-    distinct: bool = False
-    having: tuple[str, float, Path] | None = None  # GROUP BY the answer, HAVING COUNT(items at path) op number
-    # two counts or averages (each part a Graph with one aggregate) combined: "percent" (first / second * 100)
-    # or a comparison ">", "<" asked as yes/no ("are there more X than Y")
-    parts: list[Graph] = field(default_factory=list)
-    combine: str | None = None
-    pred_set: str | None = None  # a property group: the super-property whose sub-properties are asked about
-    features: dict[str, float] = field(default_factory=dict)
-    score: float = 0.0
-    rows: int | None = None  # answers found by the execution check
-    result: Any = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
-
-    def key(self) -> str:
-        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
-                           self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
-                           [p.key() for p in self.parts], self.combine, self.pred_set],
-                          default=lambda o: o.__dict__, sort_keys=True)
-
-    def size(self) -> int:
-        if self.parts:
-            return sum(p.size() for p in self.parts)
-        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
-
-
-# ---- writing -----------------------------------------------------------------------------------
+from kbqa.translators.explore.query import Cond, Graph, Path, Term
 
 
 def _literal(t: Term) -> str:
@@ -102,7 +19,7 @@ def _literal(t: Term) -> str:
     return text + (f"^^<{t.datatype}>" if t.datatype and not t.datatype.endswith("#string") else "")
 
 
-class _Writer:
+class Writer:
     """Writes a Graph's patterns with one term writer: DeSQ placeholders or SPARQL IRIs."""
 
     def __init__(self, g: Graph, schema: SchemaMemory, desq: bool):
@@ -180,34 +97,6 @@ def _bar(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
-def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
-    """The graph as DeSQ text (`desq=True`) or as SPARQL."""
-    w = _Writer(g, schema, desq)
-    if g.pred_set:  # a property group (explore_groups.py)
-        from kbqa.translators.explore_groups import write_group
-
-        body, head, mods, first = write_group(w, g)
-    elif g.parts:
-        body, head, mods = _combined(w, g)
-        first = _say_combined(w, g)
-    else:
-        body, head, mods = _build(w, g)
-        first = _say_form(w, g, schema.class_label(g.focus_class) if g.focus_class else "answer")
-    if not desq:
-        where = "\n  ".join(t for _, ts in body for t in ts)
-        return f"{head} WHERE {{\n  {where}\n}}" + ("\n" + "\n".join(mods) if mods else "")
-    lines = ["ATOMIC CONSTRAINTS", f"AC1: {first}"]
-    for i, (sentence, _) in enumerate(body, start=2):
-        lines.append(f"AC{i}: {sentence}")
-    lines.append("FRAGMENTS")
-    lines.append("AC1 => " + head + ("\n" + "\n".join(mods) if mods else ""))
-    for i, (_, triples) in enumerate(body, start=2):
-        lines.append(f"AC{i} => " + "\n".join(triples))
-    lines.append("GROUNDING")
-    lines.extend(w.grounding)
-    return "\n".join(lines) + "\n"
-
-
 Body = list[tuple[str, list[str]]]
 
 
@@ -216,7 +105,7 @@ def agg_call(fn: str, target: str) -> str:
     return f"COUNT(DISTINCT {target})" if fn == "COUNT_DISTINCT" else f"{fn}({target})"
 
 
-def _conds(w: _Writer, g: Graph, focus_label: str) -> Body:
+def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
     """The type constraint and the constraints of `g` on the focus variable the writer holds now."""
     focus = w.vars[()]
     body: Body = []
@@ -238,11 +127,11 @@ def _conds(w: _Writer, g: Graph, focus_label: str) -> Body:
     return body
 
 
-def _build(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
+def graph_patterns(w: Writer, g: Graph) -> tuple[Body, str, list[str]]:
     """Patterns (sentence, fragment lines), the head and the solution modifiers of a one-focus graph."""
     focus_label = w.schema.class_label(g.focus_class) if g.focus_class else "answer"
     focus = w.vars[()]
-    body = _conds(w, g, focus_label)
+    body = constraint_patterns(w, g, focus_label)
     cols: list[str] = []
     for path in g.answer:
         end, triples = w.walk(path)
@@ -291,21 +180,21 @@ def _build(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
     return body, head, mods
 
 
-def _combined(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
+def combined_patterns(w: Writer, g: Graph) -> tuple[Body, str, list[str]]:
     """Two aggregates, each a sub-SELECT over its own constraints, combined by a percentage or a comparison."""
     body: Body = []
     names: list[str] = []
     for part in g.parts:
         w.vars = {(): w.new_var()}
         label = w.schema.class_label(part.focus_class) if part.focus_class else "answer"
-        inner = _conds(w, part, label)
+        inner = constraint_patterns(w, part, label)
         fn, path = part.aggs[0]
         target, walk = w.walk(path) if path else (w.vars[()], [])
         name = w.new_var()
         names.append(name)
         arg = f"DISTINCT {target}" if fn == "COUNT" and not path else target
         lines = [t for _, ts in inner for t in ts] + walk
-        sentence = _say_form(w, part, label).removeprefix("we need ")
+        sentence = say_form(w, part, label).removeprefix("we need ")
         if inner:
             sentence += " such that " + " and ".join(s for s, _ in inner)
         body.append((sentence, [f"{{ SELECT ({fn}({arg}) AS {name}) WHERE {{ {' '.join(lines)} }} }}"]))
@@ -317,13 +206,13 @@ def _combined(w: _Writer, g: Graph) -> tuple[Body, str, list[str]]:
     return body, "ASK", []
 
 
-def _say_combined(w: _Writer, g: Graph) -> str:
+def say_combined(w: Writer, g: Graph) -> str:
     if g.combine == "percent":
         return "we need the percentage the first number is of the second"
     return "we need to know whether the first number is " + ("greater" if g.combine == ">" else "smaller")
 
 
-def _cond_tail(w: _Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:
+def _cond_tail(w: Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:
     """Put the compared value in: an IRI or exact literal replaces the end variable (which is then no
     longer shared with other paths); others are FILTERs."""
     if c.versus_average is not None:
@@ -364,11 +253,11 @@ def _replace_last_var(triple: str, var: str, term: str) -> str:
     return " ".join(term if p == var else p for p in parts) + " ."
 
 
-def _say_path(w: _Writer, path: Path) -> str:
+def _say_path(w: Writer, path: Path) -> str:
     return " of ".join(w.pred_label(s.pred) for s in reversed(path)) if path else "itself"
 
 
-def _say_cond(w: _Writer, c: Cond, focus: str) -> str:
+def _say_cond(w: Writer, c: Cond, focus: str) -> str:
     what = _say_path(w, c.path)
     val = (c.value.label or c.value.value) if c.value else ""
     if c.other is not None:
@@ -384,7 +273,7 @@ def _say_cond(w: _Writer, c: Cond, focus: str) -> str:
     return f"the {focus} has {neg}{what} that {ops.get(c.op, c.op)} {val}".strip()
 
 
-def _say_form(w: _Writer, g: Graph, focus: str) -> str:
+def say_form(w: Writer, g: Graph, focus: str) -> str:
     if g.form == "ask":
         return f"we need to know whether such a {focus} exists"
     parts = []
@@ -403,13 +292,3 @@ def _say_form(w: _Writer, g: Graph, focus: str) -> str:
     if g.limit:
         text += f", the top {g.limit}"
     return text
-
-
-def verbalise(g: Graph, schema: SchemaMemory) -> str:
-    """The atomic-constraint sentences of a graph, one line: what the ranker compares with the question."""
-    text = write(g, schema, desq=True)
-    acs = text.split("FRAGMENTS")[0].splitlines()[1:]
-    return "; ".join(line.split(": ", 1)[1] for line in acs if ": " in line)
-
-
-Executor = Callable[[str], Any]

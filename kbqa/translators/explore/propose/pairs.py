@@ -1,15 +1,15 @@
 """Two-part query graphs of the `explore` search: a percentage ("what percentage of X are Y": the items meeting
 every constraint counted against those meeting the constraints said before the verb) and a yes/no comparison of
 two counts or two averages ("are there more X than Y", "does A have more B than C", "is the average A of X
-greater than of Y"). Each part is an ordinary graph with one aggregate; explore_graphs.py writes the pair as two
+greater than of Y"). Each part is an ordinary graph with one aggregate; lower/ writes the pair as two
 sub-SELECTs combined by `(n1 / n2) * 100` or by `FILTER(n1 > n2)` under ASK."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kbqa.translators.explore_graphs import Cond, Graph, Step, Term
-from kbqa.translators.explore_link import Cues, Link
+from kbqa.translators.explore.link.words import Cues, Link
+from kbqa.translators.explore.query import Cond, Graph, Step, Term
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 

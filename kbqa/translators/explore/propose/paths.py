@@ -4,7 +4,7 @@ through IRI-valued predicates of the schema memory (both directions), shortest f
 from __future__ import annotations
 
 from grounding.schema import SchemaMemory
-from kbqa.translators.explore_graphs import Path, Step
+from kbqa.translators.explore.query import Path, Step
 
 MAX_JOINS = 2
 

@@ -13,54 +13,33 @@ import copy
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from grounding.schema import SchemaMemory
-from kb_dumps.errors import KBQAError
-from kbqa.translators.explore_display import DisplayColumns
-from kbqa.translators.explore_graphs import Cond, Graph, Path, Step, Term
-from kbqa.translators.explore_link import Cues, Link, cue_spans, overlaps
-from kbqa.translators.explore_paths import SchemaPaths
+from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.link.anchors import Anchors
+from kbqa.translators.explore.link.words import Link, cue_spans, overlaps
+from kbqa.translators.explore.propose.base import META_NAMESPACES, Probe, Shape, coverage
+from kbqa.translators.explore.propose.display import DisplayColumns
+from kbqa.translators.explore.propose.groups import group_graphs
+from kbqa.translators.explore.propose.pairs import (
+    count_comparatives,
+    count_compare_graphs,
+    entity_count_graphs,
+    percent_cue,
+    percent_graphs,
+)
+from kbqa.translators.explore.propose.paths import SchemaPaths
+from kbqa.translators.explore.propose.shapes import shapes
+from kbqa.translators.explore.propose.ungated import ungated_shapes
+from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 MAX_FOCUS = 3
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
-MIN_NAMED = 3  # items whose names must contain a word before it reads as a kind of item ("penguins")
-# Classes of the modelling vocabulary itself (every individual of an OWL file is an owl:NamedIndividual):
-# never what a question is about.
-META_NAMESPACES = ("http://www.w3.org/2002/07/owl#", "http://www.w3.org/2000/01/rdf-schema#",
-                   "http://www.w3.org/1999/02/22-rdf-syntax-ns#")
 
 
-@dataclass
-class Anchors:
-    """Everything linked in one question."""
-
-    question: str
-    cues: Cues
-    classes: list[Link]
-    predicates: list[Link]
-    values: list[Link]
-    entities: list[Link]
-    lang: LanguageProfile = ENGLISH  # the words the question was read with
-
-    def content_words(self) -> list[tuple[int, int]]:
-        import re
-
-        return [(m.start(), m.end()) for m in re.finditer(r"\w+", self.question)
-                if m.group(0).lower() not in self.lang.function_words]
-
-
-class Search:
-    """Builds and checks candidate graphs for one question within a time budget and a candidate cap."""
-
-    def __init__(self, schema: SchemaMemory, paths: SchemaPaths, store: object, *, budget_s: float = 2.0,
-                 cap: int = 400, display: DisplayColumns | None = None):
-        self.schema, self.paths, self.store = schema, paths, store
-        self.display = display
-        self.budget_s, self.cap = budget_s, cap
-        self.deadline = 0.0
-        self.truncated = False
+class Search(Probe):
+    """Builds candidate graphs for one question within a time budget and a candidate cap (the probes and the
+    deadline are the Probe's)."""
 
     # ---- the families ------------------------------------------------------------------------------
     def candidates(self, a: Anchors) -> Iterator[Graph]:
@@ -69,8 +48,6 @@ class Search:
         a.entities = [lk for lk in a.entities if not any(overlaps(lk.span, sp) for sp in taken)]
         a.values = [lk for lk in a.values if not any(overlaps(lk.span, sp) for sp in taken)]
         n = 0
-        from kbqa.translators.explore_groups import group_graphs
-
         for gen in (group_graphs(self, a), self._compare_graphs(a), self._paired(a, self._class_graphs(a)),
                     self._entity_graphs(a)):
             for g in gen:
@@ -82,8 +59,6 @@ class Search:
 
     def _paired(self, a: Anchors, graphs: Iterator[Graph]) -> Iterator[Graph]:
         """Each class graph, and after a plain reading its percentage and count-comparison readings."""
-        from kbqa.translators.explore_pairs import count_compare_graphs, percent_cue, percent_graphs
-
         pct = percent_cue(a.question, a.lang) is not None
         for g in graphs:
             if pct:  # a reading that is no percentage leaves the cue unread
@@ -106,7 +81,7 @@ class Search:
         for lk in a.entities[:3]:  # "animals kept by Anna": the classes of what points at the entity
             q = (f"SELECT ?c (COUNT(?x) AS ?n) WHERE {{ ?x ?p <{lk.iri}> . ?x <{self.schema.type_predicate}> ?c }} "
                  f"GROUP BY ?c ORDER BY DESC(?n) LIMIT 4")
-            for row in self._rows(q):
+            for row in self.rows(q):
                 c = row[0]["value"] if row[0] else None
                 if c and c in self.schema.classes and 0.5 > out.get(c, (0.0, None))[0]:
                     out[c] = (0.5, None)
@@ -132,14 +107,14 @@ class Search:
                     g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(g.conds),
                                   "name_filter": float(sum(c.name_filter for c in g.conds)),
                                   "joins": sum(max(len(c.path) - 1, 0) for c in g.conds),
-                                  "coverage": _coverage(a, spans + shape.spans), **shape.features}
+                                  "coverage": coverage(a, spans + shape.spans), **shape.features}
                     yield g
                     shown = self._with_display(g)
                     if shown is not None:
                         yield shown
 
     def _with_display(self, g: Graph) -> Graph | None:
-        """The same candidate also showing its items' display column (explore_display.py), when it shows items."""
+        """The same candidate also showing its items' display column (propose/display.py), when it shows items."""
         if self.display is None or g.form != "select" or () not in g.answer or (g.aggs and not g.group) \
                 or not g.focus_class:
             return None
@@ -186,7 +161,7 @@ class Search:
                 if lk.score >= 0.5:
                     strong.append(lk.span)
         per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
-        for reading in self._name_words(a, focus, strong):
+        for reading in self.name_words(a, focus, strong):
             # a weak entity link on the same words ("lions" / *Lionel*) stays an alternative to the name word
             same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
             if same:
@@ -213,31 +188,6 @@ class Search:
                            for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
 
-    def _name_words(self, a: Anchors, focus: str, taken: list[tuple[int, int]]
-                    ) -> list[tuple[Cond, tuple[int, int]]]:
-        """"penguins kept by Omar", where the KG has no class *penguin* but its items are named so: a word
-        nothing else links, contained in the names of some (not all) items of the focus class."""
-        import re
-
-        linked = taken + cue_spans(a.question, a.lang) + [lk.span for lk in a.classes + a.predicates + a.values + a.entities if lk.score >= 0.5]
-        total = self.schema.classes.get(focus, {}).get("count", 0)
-        out: list[tuple[Cond, tuple[int, int]]] = []
-        for m in re.finditer(r"[A-Za-z]{4,}", a.question):
-            word = m.group(0).lower()
-            if word in a.lang.function_words or any(overlaps((m.start(), m.end()), sp) for sp in linked) or len(out) >= 2:
-                continue
-            for form in dict.fromkeys((a.lang.singular(word), word)):
-                q = (f"SELECT (COUNT(?x) AS ?n) WHERE {{ ?x <{self.schema.type_predicate}> <{focus}> "
-                     f"FILTER(CONTAINS(LCASE(STR(?x)), \"{form}\")) }}")
-                rows = self._rows(q)
-                n = int(rows[0][0]["value"]) if rows and rows[0] and rows[0][0] else 0
-                # a word in one or two names is an accident of naming (one long name holds it), not a kind
-                if MIN_NAMED <= n and (not total or n <= 0.5 * total):
-                    out.append((Cond((), "contains", Term("literal", form, label=form), text=word, score=0.5,
-                                     name_filter=True, span=(m.start(), m.end())), (m.start(), m.end())))
-                    break
-        return out
-
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
         # ?d 2: the entity is itself one of the focus items ("the maximum weight of Leo and Zara")
         q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ <{entity}> <{self.schema.type_predicate}> <{focus}> BIND(2 AS ?d) "
@@ -245,7 +195,7 @@ class Search:
              f"{{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
              f"BIND(1 AS ?d) }} UNION {{ ?x <{self.schema.type_predicate}> <{focus}> . <{entity}> ?p ?x "
              f"BIND(0 AS ?d) }} }} LIMIT 20")
-        rows = [r for r in self._rows(q) if r[0] and r[1]]
+        rows = [r for r in self.rows(q) if r[0] and r[1]]
         return [() if r[1]["value"] == "2" else (Step(r[0]["value"], r[1]["value"] == "1"),)
                 for r in sorted(rows, key=lambda r: r[1]["value"] != "2")]
 
@@ -281,18 +231,13 @@ class Search:
         return info.iris >= 3 * max(objects, 1)
 
     def _shapes(self, a: Anchors, focus: str, attrs: list[tuple[Path, Link]], spans: list[tuple[int, int]]
-                ) -> Iterator[_Shape]:
-        from kbqa.translators.explore_shapes import shapes
-        from kbqa.translators.explore_ungated import ungated_shapes
-
+                ) -> Iterator[Shape]:
         yield from shapes(self, a, focus, attrs, spans)  # what the cue words read
         yield from ungated_shapes(self, a, focus, attrs, spans)  # and every shape the schema allows
 
     def _compare_graphs(self, a: Anchors) -> Iterator[Graph]:
         """Two items compared on one predicate: "is X faster than Y" (ASK X.p > Y.p), "do X and Y have the
         same keeper" / "any common enclosure" (ASK X.p = Y.p)."""
-        from kbqa.translators.explore_pairs import count_comparatives, entity_count_graphs
-
         cues = a.cues
         counted = count_comparatives(a.question, cues, a.lang) if cues.ask else []
         if not (cues.comparatives or cues.same or counted):
@@ -305,7 +250,7 @@ class Search:
             return
         e1, e2 = sorted(ents[:2], key=lambda lk: lk.span[0])
         q = (f"SELECT DISTINCT ?p WHERE {{ <{e1.iri}> ?p ?a . <{e2.iri}> ?p ?b }} LIMIT 200")
-        shared = [r[0]["value"] for r in self._rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
+        shared = [r[0]["value"] for r in self.rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
         linked = {lk.iri: lk.score for lk in a.predicates}
         for op, word in ([(o, w) for o, w, _ in cues.comparatives or counted] or [("=", "same")]):
             noun = a.lang.implied_attribute(word)
@@ -317,7 +262,7 @@ class Search:
                         spans = [e1.span, e2.span] + [lk.span for lk in a.predicates + a.classes
                                                       if lk.iri == p or lk.iri in info.ranges]
                         yield from entity_count_graphs(op, word, e1, e2, p, {"rel_lex": named,
-                                                                         "coverage": _coverage(a, spans)}, a.lang)
+                                                                         "coverage": coverage(a, spans)}, a.lang)
                     continue
                 implied = bool(noun and noun in info.label.split())
                 if p not in linked and not implied:
@@ -330,7 +275,7 @@ class Search:
                 g = Graph("compare", conds=conds, form="ask")
                 spans = [e1.span, e2.span] + [lk.span for lk in a.predicates if lk.iri == p]
                 g.features = {"cond_score": (e1.score + e2.score) / 2, "n_conds": 2, "cue_ok": 2.0,
-                              "rel_lex": linked.get(p, 0.6 if implied else 0.0), "coverage": _coverage(a, spans)}
+                              "rel_lex": linked.get(p, 0.6 if implied else 0.0), "coverage": coverage(a, spans)}
                 yield g
 
     def _entity_graphs(self, a: Anchors) -> Iterator[Graph]:
@@ -342,7 +287,7 @@ class Search:
         for lk in a.entities[:4] + [e for e in a.entities[4:] if e.variant]:
             q = (f"SELECT ?p ?d (COUNT(*) AS ?n) WHERE {{ {{ <{lk.iri}> ?p ?o BIND(1 AS ?d) }} UNION "
                  f"{{ ?o ?p <{lk.iri}> BIND(0 AS ?d) }} }} GROUP BY ?p ?d LIMIT 200")
-            for row in self._rows(q):
+            for row in self.rows(q):
                 p, d = row[0]["value"], row[1]["value"] == "1"
                 if p not in self.schema.predicates:
                     continue
@@ -352,7 +297,7 @@ class Search:
                 g = Graph("hop", conds=[cond])  # no DISTINCT: answers are sets; a gold query rarely says it
                 pspans = [pl.span for pl in a.predicates if pl.iri == p and not overlaps(pl.span, lk.span)]
                 g.features = {"cond_score": lk.score, "n_conds": 1, "rel_lex": rel.get(p, 0.0) if pspans else 0.0,
-                              "coverage": _coverage(a, [lk.span] + pspans[:1])}
+                              "coverage": coverage(a, [lk.span] + pspans[:1])}
                 if a.cues.aggregates:  # "the average weight of X and Y": one item's value leaves the cue unread
                     g.features["cue_miss"] = 1.0
                 if a.cues.count:
@@ -362,36 +307,6 @@ class Search:
                 yield g
             if time.perf_counter() > self.deadline:
                 return
-
-    # ---- execution -------------------------------------------------------------------------------
-    def _rows(self, sparql: str) -> list[list[dict]]:
-        try:
-            return self.store.query(sparql, timeout_s=max(0.2, self.deadline - time.perf_counter()),  # type: ignore[attr-defined]
-                                    row_cap=500).rows
-        except KBQAError:  # a probe that fails (timeout, refused) proposes nothing
-            return []
-
-
-@dataclass
-class _Shape:
-    answer: list[Path]
-    form: str = "select"
-    aggs: list[tuple[str, Path | None]] | None = None
-    group: bool = False
-    order: tuple[Path | None, bool] | None = None
-    limit: int | None = None
-    distinct: bool = False
-    having: tuple[str, float, Path] | None = None
-    conds: list[Cond] | None = None
-    spans: list[tuple[int, int]] | None = None
-    features: dict[str, float] | None = None
-
-    def __post_init__(self) -> None:
-        self.aggs = self.aggs or []
-        self.conds = self.conds or []
-        self.spans = self.spans or []
-        self.features = self.features or {}
-
 
 def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, lists: bool = True,
               lang: LanguageProfile = ENGLISH) -> tuple[list[Cond], list[tuple[int, int]]]:
@@ -416,8 +331,20 @@ def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, li
     return out, out_spans
 
 
-def _coverage(a: Anchors, spans: list[tuple[int, int]]) -> float:
-    words = a.content_words()
-    if not words:
-        return 1.0
-    return sum(1 for w in words if any(overlaps(w, s) for s in spans)) / len(words)
+
+
+def propose(ctx: ExploreContext, paths: SchemaPaths, display: DisplayColumns | None, a: Anchors
+            ) -> tuple[list[Graph], bool]:
+    """The propose stage: every candidate graph the search builds around the anchors, each once, and whether the
+    search stopped at its time budget or candidate cap."""
+    search = Search(ctx.schema, paths, ctx.store, budget_s=ctx.settings.budget_s, cap=ctx.settings.cap,
+                    display=display)
+    seen: set[str] = set()
+    pool: list[Graph] = []
+    for g in search.candidates(a):
+        k = g.key()
+        if k in seen:
+            continue
+        seen.add(k)
+        pool.append(g)
+    return pool, search.truncated

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from kbqa.translators.explore_graphs import Cond, Path, Step, Term
-from kbqa.translators.explore_link import Link, cue_spans
-
-if TYPE_CHECKING:
-    from kbqa.translators.explore_search import Anchors, Search, _Shape
+from kbqa.translators.explore.link.anchors import Anchors
+from kbqa.translators.explore.link.words import Link, cue_spans
+from kbqa.translators.explore.propose.base import Probe, Shape
+from kbqa.translators.explore.query import Cond, Path, Step, Term
 
 Attr = tuple[Path, Link]
 
 
-def _implied(s: Search, a: Anchors, focus: str, word: str, pos: int) -> list[Attr]:
+def _implied(s: Probe, a: Anchors, focus: str, word: str, pos: int) -> list[Attr]:
     """Numeric attributes of the focus that a superlative implies ("heaviest" -> *weight*, *body weight*); the
     language profile's `implied_attributes` says which noun each superlative implies."""
     noun = a.lang.implied_attribute(word)
@@ -37,24 +35,24 @@ def _near(attrs: list[Attr], pos: int, after: bool | None = None) -> list[Attr]:
     return sorted(pool, key=lambda x: min(abs(x[1].span[0] - pos), abs(x[1].span[1] - pos)))
 
 
-def _numeric(s: Search, path: Path) -> bool:
+def is_numeric(s: Probe, path: Path) -> bool:
     info = s.schema.predicates.get(path[-1].pred) if path else None
     return bool(info and info.numeric)
 
 
-def _number_term(s: Search, path: Path, value: float) -> Term:
+def _number_term(s: Probe, path: Path, value: float) -> Term:
     text = str(int(value)) if value == int(value) else str(value)
-    if _numeric(s, path):
+    if is_numeric(s, path):
         return Term("number", text)
     return Term("literal", text, label=text)  # a year kept as a string: compare as the store writes it
 
 
-def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
+def comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
     """Readings of "more than 20", "before 2016", "between 3 and 7": (conditions, attributes they use, score)."""
     cues = a.cues
     if cues.vs_average:
         out = []
-        numeric = [x for x in attrs if _numeric(s, x[0])]
+        numeric = [x for x in attrs if is_numeric(s, x[0])]
         for op, pos in cues.vs_average:
             for x in (_near(numeric, pos) or [])[:2]:
                 out.append(([Cond(x[0], op, None, text=f"{op} average", versus_average=focus, span=(pos, pos + 1))],
@@ -63,7 +61,7 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
             return out
     if not cues.comparisons and not cues.between:
         return [([], [], 0.0)]
-    numeric_attrs = [x for x in attrs if _numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
+    numeric_attrs = [x for x in attrs if is_numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
                                                                  s.schema.predicates[x[0][-1].pred].date)]
     if not numeric_attrs:  # "animals before 2016": no attribute named; try the focus's year-like or numeric ones
         cands = []
@@ -100,7 +98,7 @@ def _comparisons(s: Search, a: Anchors, focus: str, attrs: list[Attr]) -> list[t
     return out
 
 
-def _year_like(s: Search, focus: str, attrs: list[Attr]) -> list[Attr]:
+def _year_like(s: Probe, focus: str, attrs: list[Attr]) -> list[Attr]:
     """Attributes that hold a year or a date: the linked ones, else the focus's own."""
     def yearish(p: str) -> bool:
         info = s.schema.predicates.get(p)
@@ -122,7 +120,7 @@ def _number_names_class(a: Anchors, value: float, pos: int) -> bool:
     return any(0 <= lk.span[0] - end <= 12 for lk in a.classes)
 
 
-def _having(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]]
+def _having(s: Probe, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]]
             ) -> list[tuple[str, float, Path, tuple[int, int]]]:
     """"keepers with more than 2 animals": (op, number, path to the counted class, its span) per reading."""
     out = []
@@ -136,13 +134,11 @@ def _having(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, t
     return out
 
 
-def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]) -> Iterator[_Shape]:
-    from kbqa.translators.explore_search import _Shape
-
+def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]) -> Iterator[Shape]:
     cues, q = a.cues, " " + a.question.lower() + " "
     distinct = any(k in q for k in a.lang.distinct_cues)
-    related = _related_classes(s, a, focus, spans)
-    for conds, cmp_used, cmp_score in _comparisons(s, a, focus, attrs):
+    related = related_classes(s, a, focus, spans)
+    for conds, cmp_used, cmp_score in comparisons(s, a, focus, attrs):
         free = [x for x in attrs if x not in cmp_used]
         used_spans = [x[1].span for x in cmp_used]
         base = {"cmp": cmp_score}
@@ -153,57 +149,57 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
             f0 = {**base, "neg": neg_f}
             used_spans = [x[1].span for x in cmp_used] + extra_spans
             if cues.ask:
-                yield _Shape([()], form="ask", conds=cc, spans=used_spans, features={**f0, "cue_ok": 1.0})
+                yield Shape([()], form="ask", conds=cc, spans=used_spans, features={**f0, "cue_ok": 1.0})
             if cues.count:
-                yield _Shape([()], aggs=[("COUNT", None)], conds=cc, spans=used_spans,
+                yield Shape([()], aggs=[("COUNT", None)], conds=cc, spans=used_spans,
                              features={**f0, "cue_ok": 1.0, "cue_miss": float(bool(cues.aggregates))})
                 for path, _lk, cls_span in related:  # "how many animals does each keeper look after"
                     if cues.group or cues.superlative:
-                        yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
+                        yield from _group_count(Shape, free, path, cc, used_spans + [cls_span], f0, cues)
                 if cues.group and free:
                     for x in free[:2]:  # "the number of animals per species": group by an attribute
-                        yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, conds=cc,
+                        yield Shape([x[0]], aggs=[("COUNT", None)], group=True, conds=cc,
                                      spans=used_spans + [x[1].span], features={**f0, "cue_ok": 2.0})
             if cues.aggregates:
-                numeric = [x for x in free if _numeric(s, x[0])]
+                numeric = [x for x in free if is_numeric(s, x[0])]
                 for target in numeric[:2]:
                     aggs = [(fn, target[0]) for fn in cues.aggregates]
                     others = [x for x in free if x is not target]
                     sp = used_spans + [target[1].span]
-                    yield _Shape([()], aggs=aggs, conds=cc, spans=sp, features={**f0, "cue_ok": 1.0 + cues.count * -1})
+                    yield Shape([()], aggs=aggs, conds=cc, spans=sp, features={**f0, "cue_ok": 1.0 + cues.count * -1})
                     if others and cues.group:
                         for g in others[:2]:
-                            yield _Shape([g[0]], aggs=aggs, group=True, conds=cc, spans=sp + [g[1].span],
+                            yield Shape([g[0]], aggs=aggs, group=True, conds=cc, spans=sp + [g[1].span],
                                          features={**f0, "cue_ok": 2.0})
             if cues.superlative and not cues.count:
                 desc = cues.superlative == "desc"
                 pos = a.question.lower().find(cues.superlative_word)
-                numeric = [x for x in _near(free, pos, after=True) if _numeric(s, x[0])][:2]
+                numeric = [x for x in _near(free, pos, after=True) if is_numeric(s, x[0])][:2]
                 numeric += _implied(s, a, focus, cues.superlative_word, pos)
                 # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
                 value_asked = bool(cues.aggregates) and cues.wh in a.lang.value_wh_words and not cues.top_k
                 for key in numeric:
                     shown = [p for p in free_paths if p != key[0]] or [()]
                     right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20
-                    yield _Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
+                    yield Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
                                  conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
                                  features={**f0, "cue_ok": 0.5 if value_asked else 1.5 if right_after else 1.0})
                 for path, _lk, cls_span in related:  # "the keeper who looks after the most animals"
-                    yield from _group_count(_Shape, free, path, cc, used_spans + [cls_span], f0, cues)
+                    yield from _group_count(Shape, free, path, cc, used_spans + [cls_span], f0, cues)
                 often = [sp for sp in cue_spans(a.question, a.lang)
                          if not a.question[sp[1]:].lstrip().startswith(a.lang.than_word)]
                 # "the most common", "the rarest": the class named nearest the cue is what is counted per value
                 if often or a.lang.most_word in q:  # "the most common species": group by the attribute
                     sure = bool(often) or a.lang.number_of_cue in q
                     for x in free[:2]:
-                        yield _Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                        yield Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
                                      conds=cc, spans=used_spans + [x[1].span],
                                      features={**f0, "cue_ok": 1.0 if sure else 0.4})
                     for path, _lk, cls_span in (related if often else []):  # "the most common enclosure":
                         # the related item (a class the question names) that most focus items reach
                         near = min(a.classes, key=lambda c: min(abs(c.span[0] - often[0][1]),
                                                                 abs(often[0][0] - c.span[1])))
-                        yield _Shape([path], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                        yield Shape([path], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
                                      conds=cc, spans=used_spans + [cls_span],
                                      features={**f0, "cue_ok": 2.5 if near.span == cls_span else 1.5})
             if cues.order and free:
@@ -213,20 +209,20 @@ def shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                     # "the name and weight … sorted by weight": a key the question also lists is shown too
                     listed = by >= 0 and re.search(r"\b" + re.escape(key[1].text.lower()) + r"\b", q[:by])
                     shown = [p for p in free_paths if p != key[0] or listed]
-                    yield _Shape([()] + shown, order=(key[0], cues.order == "desc"), conds=cc,
+                    yield Shape([()] + shown, order=(key[0], cues.order == "desc"), conds=cc,
                                  spans=used_spans + [x[1].span for x in free], features={**f0, "cue_ok": 1.0})
             for op, value, path, cls_span in _having(s, a, focus, related):
-                yield _Shape([()] + free_paths, having=(op, value, path), conds=cc,
+                yield Shape([()] + free_paths, having=(op, value, path), conds=cc,
                              spans=used_spans + [cls_span] + [x[1].span for x in free],
                              features={**f0, "cue_ok": 1.5})
             # the plain reading: the focus and every attribute it names
             miss = sum(bool(x) for x in (cues.count, cues.aggregates, cues.superlative, cues.ask, cues.order))
-            yield _Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
+            yield Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
                          features={**f0, "cue_miss": float(miss)})
 
 
 def _group_count(shape_cls: type, free: list[Attr], path: Path, conds: list[Cond], spans: list[tuple[int, int]],
-                 f0: dict[str, float], cues: object) -> Iterator[_Shape]:
+                 f0: dict[str, float], cues: object) -> Iterator[Shape]:
     """Count related items per focus item ("the number of animals of each keeper"), highest first when asked."""
     shown = [x[0] for x in free] or [()]
     sup = getattr(cues, "superlative", None)
@@ -235,7 +231,7 @@ def _group_count(shape_cls: type, free: list[Attr], path: Path, conds: list[Cond
                     spans=spans + [x[1].span for x in free], features={**f0, "cue_ok": 2.0})
 
 
-def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, int]]
+def related_classes(s: Probe, a: Anchors, focus: str, spans: list[tuple[int, int]]
                      ) -> list[tuple[Path, Link, tuple[int, int]]]:
     """Other classes the question names, with the join path from the focus to their instances."""
     out = []
@@ -254,7 +250,7 @@ def _related_classes(s: Search, a: Anchors, focus: str, spans: list[tuple[int, i
     return out[:2]
 
 
-def _negations(s: Search, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]],
+def _negations(s: Probe, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]],
                spans: list[tuple[int, int]]) -> list[tuple[list[Cond], float, list[tuple[int, int]]]]:
     """"keepers without any animal", "animals that are not kept by a keeper": no path to a related class."""
     out: list[tuple[list[Cond], float, list[tuple[int, int]]]] = [([], 0.0, [])]

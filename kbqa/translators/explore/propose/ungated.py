@@ -1,13 +1,13 @@
 """Query shapes the schema allows around a focus class, whether or not a cue word was read.
 
-`explore_shapes.py` reads the question's cue words into shapes (a count word gives a COUNT, "each" a GROUP BY);
+`propose/shapes.py` reads the question's cue words into shapes (a count word gives a COUNT, "each" a GROUP BY);
 a phrasing its word lists lack would never be proposed. This module proposes, beside them, every shape the
 linked attributes and related classes allow — the plain projection (and DISTINCT), COUNT, ASK, AVG / MIN / MAX
 / SUM of each numeric attribute (alone and per value of another attribute), ORDER BY an attribute LIMIT 1 both
 ways, COUNT per attribute value (and its most / least common value), related items counted per focus item (and
 the focus item with the most / fewest), HAVING a count against a number of the question, and NOT EXISTS of a
 related class. Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words
-(explore_structure.py), so which shape a question asks for is learned from the train KGs, not typed here. A
+(features/structure.py), so which shape a question asks for is learned from the train KGs, not typed here. A
 shape the cue reading also gave is kept once, with the cue reading's features (the search dedupes by key).
 Group-by shapes also project their aggregate: a table with the count beside each value answers the question
 and shows what ranked it.
@@ -16,13 +16,12 @@ and shows what ranked it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kbqa.translators.explore_graphs import Cond, Path
-from kbqa.translators.explore_shapes import Attr, _comparisons, _numeric, _related_classes
-
-if TYPE_CHECKING:
-    from kbqa.translators.explore_search import Anchors, Search, _Shape
+from kbqa.translators.explore.link.anchors import Anchors
+from kbqa.translators.explore.propose.base import Probe, Shape
+from kbqa.translators.explore.propose.shapes import Attr, comparisons, is_numeric, related_classes
+from kbqa.translators.explore.query import Cond, Path
 
 AGGREGATES = ("AVG", "MIN", "MAX", "SUM")
 MAX_NUMERIC = 2  # numeric attributes aggregated or ordered by
@@ -30,33 +29,31 @@ MAX_GROUP_KEYS = 2  # attributes grouped by
 HAVING_OPS = (">", ">=", "<", "<=")
 
 
-def ungated_shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]
-                   ) -> Iterator[_Shape]:
+def ungated_shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]
+                   ) -> Iterator[Shape]:
     """Each shape below, for each reading of the question's comparisons (none: one reading with no condition)."""
-    for conds, used, cmp_score in _comparisons(s, a, focus, attrs):
+    for conds, used, cmp_score in comparisons(s, a, focus, attrs):
         free = [x for x in attrs if x not in used]
         yield from _shapes(s, a, focus, free, spans, conds, {"ungated": 1.0, "cmp": cmp_score},
                            [x[1].span for x in used])
 
 
-def _shapes(s: Search, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
-            f: dict[str, float], cond_spans: list[tuple[int, int]]) -> Iterator[_Shape]:
-    from kbqa.translators.explore_search import _Shape
-
+def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
+            f: dict[str, float], cond_spans: list[tuple[int, int]]) -> Iterator[Shape]:
     def shape(answer: list[Path], *, extra: tuple[Cond, ...] = (), sp: list[tuple[int, int]] | None = None,
-              **kw: Any) -> _Shape:
-        return _Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans, features=dict(f),
+              **kw: Any) -> Shape:
+        return Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans, features=dict(f),
                       **kw)
 
     paths = [p for p, _ in attrs]
     attr_spans = [x[1].span for x in attrs]
-    related = _related_classes(s, a, focus, spans)
+    related = related_classes(s, a, focus, spans)
     yield shape([()] + paths)
     if paths:
         yield shape(paths, distinct=True)
     yield shape([()], aggs=[("COUNT", None)])
     yield shape([()], form="ask")
-    numeric = [x for x in attrs if _numeric(s, x[0])][:MAX_NUMERIC]
+    numeric = [x for x in attrs if is_numeric(s, x[0])][:MAX_NUMERIC]
     for x in numeric:
         others = [y for y in attrs if y is not x]
         shown = [p for p, _ in others]

@@ -1,7 +1,7 @@
 """Ranking of `explore` candidates, with the ranker kept as plain JSON: `load_ranker` reads either format.
 
 - `explore-ranker/2`: gradient-boosted trees fitted on the train KGs by `kbqa train --ranker --train-kgs`
-  (explore_trees.py); the shipped default, `explore_ranker.json`, says in its `meta` what it was fitted on and
+  (rank/trees.py); the shipped default, `rank/ranker.json`, says in its `meta` what it was fitted on and
   with which command.
 - `explore-ranker/1`: a linear score over named features (`Ranker` below), the earlier hand-set format, still read.
 
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbqa.translators.explore_graphs import Graph
-from kbqa.translators.explore_trees import TREES_FORMAT, TreeRanker
+from kbqa.translators.explore.query import Graph
+from kbqa.translators.explore.rank.trees import TREES_FORMAT, TreeRanker
 
 WEIGHTS_FORMAT = "explore-ranker/1"
-DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("explore_weights.json")
-DEFAULT_RANKER_PATH = Path(__file__).with_name("explore_ranker.json")
+DEFAULT_WEIGHTS_PATH = Path(__file__).with_name("weights.json")
+DEFAULT_RANKER_PATH = Path(__file__).with_name("ranker.json")
 # The features every candidate gets (missing ones are 0); `bias` is the constant term.
 FEATURES = ("coverage", "cond_score", "focus", "cue_ok", "cue_miss", "cmp", "neg", "joins", "n_conds", "size",
             "has_rows", "log_rows", "one_row", "rel_sim", "rel_lex", "case_vote", "case_entity", "hop", "vsim", "lex_p",
@@ -98,3 +98,13 @@ def load_ranker(path: str | Path | None = None) -> AnyRanker:
     ranker = TreeRanker.from_dict(data) if data.get("format") == TREES_FORMAT else Ranker.from_dict(data)
     ranker.source = str(p)
     return ranker
+
+
+def ranker_info(ranker: AnyRanker) -> dict[str, Any]:
+    """Which ranker chose (the step report and `--explain` say it): its file, kind and what it was fitted on."""
+    kind = "trees" if hasattr(ranker, "trees") else "linear"
+    info: dict[str, Any] = {"file": ranker.source or "(given in code)", "kind": kind}
+    for key in ("fitted_on", "command", "source"):
+        if key in ranker.meta:
+            info[key] = ranker.meta[key]
+    return info

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from kbqa.translators.explore_graphs import Graph
-from kbqa.translators.explore_structure import graph_features
+from kbqa.translators.explore.features.structure import graph_features
+from kbqa.translators.explore.query import Graph
 
 TREES_FORMAT = "explore-ranker/2"
 

@@ -1,0 +1,6 @@
+"""The features stage: what the ranker reads of each candidate.
+
+- `candidates.py`: similarity to the question (embedder), lexical overlap, the case bank's votes;
+- `structure.py`: the graph's structure (`s_*`, `fam:*`) and the question's words (`qw:*`, `q0:*`);
+- `prior.py`: the structure prior P(shape | the question's words), with `structure_prior.json`.
+"""

@@ -1,0 +1,8 @@
+"""The link stage: what a question names that the store knows (`anchors.link_question` -> `Anchors`).
+
+- `words.py`: cue words (`read_cues`), class and predicate words (`link_schema`), quoted and bare values;
+- `entities.py`: entity mentions through the store's lexical index, qualified by a class word after them;
+- `names.py`: names written differently from a label (no apostrophe, a short form): weak links;
+- `groups.py`: super-properties a question names (a property group);
+- `anchors.py`: `link_question`, and the readings a value's neighbouring words settle.
+"""

@@ -1,0 +1,86 @@
+"""The query model of `explore`: a candidate query graph around a focus variable (`?var1`) — the constraints
+reached from it by predicate paths, the projected attributes and the query's shape (count, aggregates, group-by,
+order, limit, ASK). Proposed by propose/, scored by features/ and rank/, written by lower/."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    """One edge: `forward` means `?from <pred> ?to`, else `?to <pred> ?from`."""
+
+    pred: str
+    forward: bool = True
+
+
+Path = tuple[Step, ...]
+
+
+@dataclass
+class Term:
+    """A constant: an IRI, a literal (lexical form + datatype) or a number written as-is."""
+
+    kind: str  # iri | literal | number
+    value: str
+    datatype: str | None = None
+    label: str = ""
+
+
+@dataclass
+class Cond:
+    """A constraint on the node at the end of `path` (from the focus): `op` compares it with `value`;
+    `op` "exists" only requires the path. `negated`: the whole constraint sits in FILTER NOT EXISTS."""
+
+    path: Path
+    op: str
+    value: Term | None = None
+    negated: bool = False
+    text: str = ""  # the words of the question it came from
+    score: float = 1.0
+    values: list[Term] = field(default_factory=list)  # op "in": any of these ("in 2014 or 2015")
+    name_filter: bool = False  # a word of the question matched inside the focus items' names, not a link
+    other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
+    versus_average: str | None = None  # compare with the average over this class of the same path
+    span: tuple[int, int] | None = None  # where in the question it is said
+
+
+@dataclass
+class Graph:
+    """A candidate query graph around the focus variable (`?var1`)."""
+
+    family: str
+    focus_class: str | None = None
+    conds: list[Cond] = field(default_factory=list)
+    answer: list[Path] = field(default_factory=lambda: [()])  # () is the focus itself
+    form: str = "select"  # select | ask
+    # (COUNT|COUNT_DISTINCT|AVG|MIN|MAX|SUM, path); path None = the focus
+    aggs: list[tuple[str, Path | None]] = field(default_factory=list)
+    group: bool = False  # GROUP BY the answer columns (an aggregate per group)
+    order: tuple[Path | None, bool] | None = None  # (path, or None for the first aggregate; descending)
+    limit: int | None = None
+    distinct: bool = False
+    having: tuple[str, float, Path] | None = None  # GROUP BY the answer, HAVING COUNT(items at path) op number
+    # two counts or averages (each part a Graph with one aggregate) combined: "percent" (first / second * 100)
+    # or a comparison ">", "<" asked as yes/no ("are there more X than Y")
+    parts: list[Graph] = field(default_factory=list)
+    combine: str | None = None
+    pred_set: str | None = None  # a property group: the super-property whose sub-properties are asked about
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    rows: int | None = None  # answers found by the execution check
+    result: Any = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
+
+    def key(self) -> str:
+        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
+                           self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
+                           [p.key() for p in self.parts], self.combine, self.pred_set],
+                          default=lambda o: o.__dict__, sort_keys=True)
+
+    def size(self) -> int:
+        if self.parts:
+            return sum(p.size() for p in self.parts)
+        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
