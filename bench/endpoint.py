@@ -113,13 +113,13 @@ def pipeline(store: Path, remote: Path, rounds: int, sq: int) -> dict:
 
 def ask_bench(engines: dict, store: Path, remote: Path, n: int) -> dict:
     from eval.loaders import load, resolve_benchmark
-    from kbqa.translators.settings import get_model_settings
+    from kbqa.settings import get_translator_settings
 
     path, fmt, name = resolve_benchmark("simplequestions-valid")
     records = [r for r in load(path, fmt, dataset=name) if r.usable][:n]
     results, times, execs = {}, {}, {}
     for key, eng in engines.items():
-        eng.settings = get_model_settings(backend="cases")
+        eng.settings = get_translator_settings(translator="cases")
         # scored questions are never their own case (as kbqa eval does)
         eng.translator.exclude({r.id for r in records}, {r.question for r in records})
         eng.ask(records[0].question)  # warm-up

@@ -75,7 +75,7 @@ async def run(store: Path, replay: Path, questions: list[str], rounds: int) -> d
     from kbqa.pipeline import Engine
     from kbqa.translators.replay import ReplayTranslator
 
-    args = ["--store", str(store), "--backend", "replay", "--replay", str(replay)]
+    args = ["--store", str(store), "--translator", "replay", "--replay", str(replay)]
     env = {"HF_HUB_OFFLINE": "1"}
     port = free_port()
     http = start_http(args, env, port)

@@ -154,7 +154,7 @@ def rss_mb(proc: psutil.Process) -> dict:
 def start_server(store: Path, replay: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "kbqa.cli", "serve", "--store", str(store), "--port", str(port),
-                             "--backend", "replay", "--replay", str(replay), "--log-level", "warning"], env=env)
+                             "--translator", "replay", "--replay", str(replay), "--log-level", "warning"], env=env)
     return wait_healthy(proc, port, "the server")
 
 

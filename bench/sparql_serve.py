@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         kbqa = subprocess.Popen([str(Path(sys.executable).parent / "kbqa"), "serve", "--store", str(tmp / "kbqa-store"),
-                                 "--port", str(port), "--log-level", "warning", "--backend", "cases",
+                                 "--port", str(port), "--log-level", "warning", "--translator", "cases",
                                  "--sparql-workers", str(args.sparql_workers)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         results: dict[str, dict] = {}

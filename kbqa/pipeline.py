@@ -6,8 +6,9 @@
         result = engine.compile(desq_text)                    # front-end text in: no translator
         print(result.status, result.sparql, result.to_dict())
 
-The CLI verbs, the HTTP handlers and `kbqa eval` call these methods and nothing below them. The engine
-builds its translator from the translator settings (`kbqa.translators.settings`) on first use and hands
+The CLI verbs, the HTTP and MCP handlers and `kbqa eval` build their engine with `Engine.from_settings(...)` (the
+settings of `kbqa.settings` with the flags given on top) and call these methods and nothing below them. The engine
+builds its translator from the translator settings (`kbqa.settings.TranslatorSettings`) on first use and hands
 it the engine's own query worker and label memory, so a process opens each once. DeSQ, QCompiler and
 PyRAG texts all lower to the same Plan; everything fills the same `Result`.
 """
@@ -24,16 +25,16 @@ from assembler.report import Step
 from kb_dumps.errors import PIPELINE_ORDER, ErrorInfo, KBQAError, Stage, StoreError, internal_error
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
-from kbqa.config import RequestCaps, get_settings
 from kbqa.frontends import FRONTENDS
 from kbqa.result import Result, translation_detail
+from kbqa.settings import RequestCaps, get_settings
 from kbqa.translators.base import Translator
 
 if TYPE_CHECKING:
     from grounding.ground import Grounder
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.store import Store
-    from kbqa.translators.settings import ModelSettings
+    from kbqa.settings import TranslatorSettings
 
 __all__ = ["FRONTENDS", "Engine", "Result"]
 
@@ -48,13 +49,13 @@ class Engine:
     def __init__(self, store: str | Path | None = None, *, profile: str | KBProfile | None = None,
                  timeout_s: float | None = None, row_cap: int | None = None,
                  options: AssembleOptions | None = None, grounder: Grounder | None = None,
-                 translator: Translator | None = None, settings: ModelSettings | None = None,
+                 translator: Translator | None = None, settings: TranslatorSettings | None = None,
                  repair_rounds: int = 2, endpoint: str | None = None, endpoint_dialect: str | None = None,
                  caps: RequestCaps | None = None):
         self.options = options or AssembleOptions()
         # Per-request caps (QCompiler leaves, PyRAG sub-questions and lines) that the front-ends enforce, so
         # every face (CLI, HTTP, MCP) gets them; from the settings (KBQA_MAX_LEAVES, ...) unless given.
-        self.caps = caps or get_settings().caps()
+        self.caps = caps or get_settings().frontend.caps()
         self.settings = settings  # which translator `ask` builds (None: from the environment / kbqa.toml)
         self._translator = translator  # translates questions, QCompiler leaves and PyRAG sub-questions
         self._own_translator = False  # closed with the engine only when the engine made it
@@ -81,6 +82,20 @@ class Engine:
         self._memory: LabelMemory | None = None
         self._assembler: Assembler | None = None
         self.grounding_note = ""  # why grounding is limited (no index), for the step report
+
+    @classmethod
+    def from_settings(cls, store: str | Path | None = None, *, sparql_endpoint: str | None = None,
+                      endpoint_dialect: str | None = None, **overrides: Any) -> Engine:
+        """The engine every face builds (CLI verbs, HTTP server, MCP, `kbqa eval`): the settings of `kbqa.settings`
+        (environment, `.env`, `kbqa.toml`) with `overrides` on top — each a field of the store, front-end or
+        translator section (`query_timeout_s`, `row_cap`, `repair_rounds`, `translator`, `backend`, `model`, …;
+        None = not given). Queries go to `sparql_endpoint` when given. (A ready Translator object is given to
+        `Engine(..., translator=)` or set as `engine.translator`.)"""
+        settings = get_settings(**overrides)
+        return cls(store, timeout_s=settings.store.query_timeout_s, row_cap=settings.store.row_cap,
+                   repair_rounds=settings.translator.repair_rounds, caps=settings.frontend.caps(),
+                   settings=settings.translator, endpoint=sparql_endpoint,
+                   endpoint_dialect=endpoint_dialect)
 
     # ---- lazily opened parts -------------------------------------------------------------------
     @property
@@ -122,10 +137,10 @@ class Engine:
         first use over this engine's store and label memory. A translator that cannot be made (no case bank,
         no replay file) raises its KBQAError here."""
         if self._translator is None:
+            from kbqa.settings import get_translator_settings
             from kbqa.translators import make_translator
-            from kbqa.translators.settings import get_model_settings
 
-            settings = self.settings or get_model_settings()
+            settings = self.settings or get_translator_settings()
             store = self.store
             self._translator = make_translator(settings, self.store_dir, store=store,
                                                memory=self._memory if store is not None else None)
@@ -178,8 +193,8 @@ class Engine:
         except Exception as exc:  # a translator bug is ours: stage internal, not the model's failure
             errors = [internal_error(exc, f"in the {tr.name} translator", qid=qid)]
             return _translate_failed(question, frontend, tr.name, Stage.INTERNAL, errors, t0)
-        result = compile_with_repair(self, question, translation, tr, frontend, rounds=self.repair_rounds, qid=qid,
-                                     execute=execute)
+        result = compile_with_repair(lambda text: self.compile(text, frontend=frontend, execute=execute), question,
+                                     translation, tr, frontend, rounds=self.repair_rounds, qid=qid)
         result.question = question
         result.steps.insert(0, Step(Stage.TRANSLATE, True, translation.seconds, translation_detail(translation)))
         result.seconds = time.perf_counter() - t0  # translation included

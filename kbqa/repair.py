@@ -2,7 +2,7 @@
 
 Shared by the three front-ends. `repair_loop` is generic: it is given the first output, a `check`
 (text → value, failed stage, errors) and a `retranslate` (previous text, errors → corrected text), and
-records every round; `compile_with_repair` wires it to an Engine and a Translator. Only stages the model
+records every round; `compile_with_repair` wires it to a compile function (the Engine's) and a Translator. Only stages the model
 can fix are sent back (`kb_dumps.errors.REPAIRABLE`: parse, validate, assemble — lowering problems are
 reported under these); a translate or store failure, an empty answer or a grounding failure is not a
 malformed output, and an `internal` error is our bug, never sent to the model as its mistake.
@@ -14,10 +14,14 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.report import Step
 from kb_dumps.errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
+
+if TYPE_CHECKING:
+    from kbqa.result import Result
+    from kbqa.translators.base import Translator
 
 DEFAULT_ROUNDS = 2
 
@@ -161,15 +165,14 @@ def result_check(compile_text: Callable[[str], Any]) -> Check:
     return check
 
 
-def compile_with_repair(engine: Any, question: str, first: Any, translator: Any, frontend: str = "desq", *,
-                        rounds: int = DEFAULT_ROUNDS, qid: str | None = None, execute: bool = True) -> Any:
-    """`engine.compile` the translator's first output; repair it through the translator while it fails at a
-    repairable stage. Returns the last Result with one `repair` step per round first in its steps (and
-    `repairs`, the rounds as plain data, when the Result has that attribute)."""
-    outcome = repair_loop(first, result_check(lambda text: engine.compile(text, frontend=frontend, execute=execute)),
-                          retranslator(translator, question, frontend, qid), rounds=rounds)
+def compile_with_repair(compile_text: Callable[[str], Result], question: str, first: Any, translator: Translator,
+                        frontend: str = "desq", *, rounds: int = DEFAULT_ROUNDS, qid: str | None = None) -> Result:
+    """`compile_text` the translator's first output (a TranslationResult or text); repair it through the translator
+    while it fails at a repairable stage. Returns the last Result with one `repair` step per round first in its
+    steps and `repairs`, the rounds as plain data."""
+    outcome = repair_loop(first, result_check(compile_text), retranslator(translator, question, frontend, qid),
+                          rounds=rounds)
     result = outcome.value
     result.steps[:0] = outcome.steps()  # before the final round's own parse/ground/… steps
-    if hasattr(result, "repairs"):
-        result.repairs = outcome.to_dict()
+    result.repairs = outcome.to_dict()
     return result

@@ -17,7 +17,7 @@ from kbqa.server import ServerSettings, create_app
 def server_url(wikidata_mini_store: Path, tmp_path_factory: pytest.TempPathFactory):
     replay = tmp_path_factory.mktemp("ask_server") / "outputs.jsonl"
     replay.write_text(json.dumps({"id": "sq-sasha", "question": QUESTION, "output": OUTPUT}) + "\n", encoding="utf-8")
-    with LiveServer(create_app(ServerSettings(store=wikidata_mini_store, backend="replay", replay_path=replay))) as live:
+    with LiveServer(create_app(ServerSettings(store=wikidata_mini_store, translator="replay", replay_path=replay))) as live:
         yield live.url
 
 

@@ -90,7 +90,7 @@ def test_benchmark_path_with_explicit_format_and_usage_errors(run_cli, tmp_path:
     code, _, stderr = run_cli("eval")
     assert code == 2 and "give a BENCHMARK" in stderr
     with pytest.raises(SystemExit) as e:  # argparse: one predictor source at a time
-        run_cli("eval", SQ, "--predictions", p, "--backend", "cases")
+        run_cli("eval", SQ, "--predictions", p, "--translator", "cases")
     assert e.value.code == 2
 
 
@@ -104,7 +104,7 @@ def test_backend_cases_runs_the_whole_system(run_cli, wikidata_mini_store: Path,
     code, _, stderr = run_cli("cases", "build", "--store", store, "--sets", "simplequestions-train", "--limit", "300",
                               "--no-progress")
     assert code == 0, stderr
-    code, stdout, stderr = run_cli("eval", SQ, "--backend", "cases", "--store", store, "--limit", "5",
+    code, stdout, stderr = run_cli("eval", SQ, "--translator", "cases", "--store", store, "--limit", "5",
                                    "--out", tmp_path / "o", "--format", "json")
     assert code == 0, stderr
     summary = json.loads(stdout)

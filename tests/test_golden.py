@@ -2,7 +2,7 @@
 
 Recorded once (``KBQA_UPDATE_GOLDEN=1 pytest tests/test_golden.py``) and compared on every run: the 30 DeSQ
 fixtures (`kbqa compile`, `Engine.ask` with and without execution through a replay of the same texts, and
-`kbqa ask --backend replay` for a few), the 30 multi-hop QCompiler / PyRAG fixtures compiled with their leaves
+`kbqa ask --translator replay` for a few), the 30 multi-hop QCompiler / PyRAG fixtures compiled with their leaves
 translated by a replay of `leaves.json`; `kbqa compile` is compared with the recorded `Engine.compile` Results.
 The stores are the bundled samples without a grounding index, so grounding is the label-memory check of guessed
 URIs — cheap, deterministic, and independent of the embedding model. Timings and temporary paths are left out.
@@ -90,7 +90,7 @@ def collect(stores: dict, replays: dict[str, Path], run_cli: Any) -> dict[str, A
     by_file = {s["file"]: s for s in DESQ}
     for name in CLI_ASK:
         spec = by_file[name]
-        code, stdout, _ = run_cli("ask", spec["question"], "--store", stores[spec["store"]], "--backend", "replay",
+        code, stdout, _ = run_cli("ask", spec["question"], "--store", stores[spec["store"]], "--translator", "replay",
                                   "--replay", replays["desq"], "--id", name, "--format", "json")
         out[f"cli-ask/{name}"] = {"exit": code, "result": json.loads(stdout)}
     return out

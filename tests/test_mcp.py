@@ -30,7 +30,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, tiny_store: Path) -> dict:
     (home / "eval" / "sq-cases" / "report.md").write_text("# eval report\n\nhits@1 0.5\n", encoding="utf-8")
     env = {"HF_HUB_OFFLINE": "1", "KBQA_HOME": str(home), "KBQA_ROW_CAP": str(ROW_CAP),
            "KBQA_QUERY_TIMEOUT_S": str(TIMEOUT_S)}
-    args = ["--store", str(tiny_store), "--backend", "replay", "--replay", str(replay)]
+    args = ["--store", str(tiny_store), "--translator", "replay", "--replay", str(replay)]
     return {"args": args, "env": env, "replay": replay, "log": root / "server.log"}
 
 
@@ -80,7 +80,7 @@ def test_tools_are_listed_with_typed_inputs_and_outputs(mcp: McpClient) -> None:
 
 def test_ask_matches_kbqa_ask(mcp: McpClient, setup: dict, run_cli, tiny_store: Path) -> None:  # noqa: ANN001
     body = ok(mcp.tool("ask", {"question": QUESTION}))
-    code, cli = cli_json(run_cli, "ask", QUESTION, "--store", tiny_store, "--backend", "replay",
+    code, cli = cli_json(run_cli, "ask", QUESTION, "--store", tiny_store, "--translator", "replay",
                          "--replay", setup["replay"])
     assert code == 0 and body["status"] == "ok" and set(body) >= set(cli)
     for key in ("status", "sparql", "answers", "plan", "constraints", "text"):

@@ -54,9 +54,9 @@ def test_errors_are_translate_errors(smollm2_checkpoint: str, tmp_path: Path) ->
 
 def test_settings_select_the_hf_backend(smollm2_checkpoint: str) -> None:
     from kbqa.backends import BACKENDS
-    from kbqa.translators.settings import ModelSettings
+    from kbqa.settings import TranslatorSettings
 
-    settings = ModelSettings(backend="hf", model=smollm2_checkpoint)
+    settings = TranslatorSettings(backend="hf", model=smollm2_checkpoint)
     backend = BACKENDS.get(settings.backend).make(settings)
     assert isinstance(backend, HFBackend) and backend.model == smollm2_checkpoint
 

@@ -145,10 +145,10 @@ def test_default_grammar_never_writes_a_line_outside_the_format(smollm2: LlamaCp
 
 def test_translator_and_settings_wiring(smollm2: LlamaCppBackend) -> None:
     from kbqa.backends import BACKENDS
+    from kbqa.settings import TranslatorSettings
     from kbqa.translators.model import ModelTranslator
-    from kbqa.translators.settings import ModelSettings
 
-    settings = ModelSettings(backend="llama-cpp", model=smollm2.model)
+    settings = TranslatorSettings(backend="llama-cpp", model=smollm2.model)
     assert isinstance(BACKENDS.get(settings.backend).make(settings), LlamaCppBackend)
     tr = ModelTranslator(smollm2, bank=None, max_tokens=40).translate("who wrote Dune?", qid="q1")
     assert tr.backend == "llama-cpp" and tr.tokens_in > 50 and tr.tokens_out > 0 and tr.details["grammar"]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kbqa.backends.base import GenerateResult
+from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError, TranslationResult
 from kbqa.translators.prompts import build_prompt
 from kbqa.translators.replay import ReplayTranslator, write_replay_line
-from kbqa.translators.settings import ModelSettings
 
 GOOD = """FORMAT desq/1
 ATOMIC CONSTRAINTS
@@ -87,14 +87,15 @@ def test_settings_from_environment_and_file(tmp_path, monkeypatch):
     monkeypatch.setenv("KBQA_CONFIG", str(cfg))
     monkeypatch.setenv("KBQA_MODEL", "from-env")
     monkeypatch.setenv("MY_KEY", "sk-123")
-    s = ModelSettings(api_key_env="MY_KEY")
+    s = TranslatorSettings(api_key_env="MY_KEY")
     assert (s.backend, s.model, s.retries, s.api_key()) == ("openai", "from-env", 5, "sk-123")
+    assert s.translator == "model"  # a provider alone implies the model translator
     monkeypatch.delenv("KBQA_CONFIG")
-    assert ModelSettings().backend == "explore"
+    assert (TranslatorSettings().translator, TranslatorSettings().backend) == ("explore", "")
 
 
 def test_cli_ask_exit_codes(run_cli, wikidata_mini_store, replay_file):
-    base = ("--store", wikidata_mini_store, "--backend", "replay", "--replay", replay_file)
+    base = ("--store", wikidata_mini_store, "--translator", "replay", "--replay", replay_file)
     code, out, err = run_cli("ask", "where was sasha vujačić born", *base, "--id", "q1")
     assert code == 0, err
     assert "wdt:P19" in out and "Maribor" in out and "translate" in out

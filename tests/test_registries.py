@@ -12,9 +12,9 @@ from kbqa.backends import BACKENDS
 from kbqa.frontends import FRONTENDS
 from kbqa.pipeline import Engine
 from kbqa.server import ServerSettings, create_app
+from kbqa.settings import get_translator_settings
 from kbqa.translators import TRANSLATORS, make_translator, translator_names
 from kbqa.translators.base import TranslationResult, Translator
-from kbqa.translators.settings import get_model_settings
 
 # Guessed URIs: an engine without a store writes the query with them, unchecked.
 ATLANTIS = (Path(__file__).parent / "fixtures" / "desq" / "atlantis_guessed.desq").read_text(encoding="utf-8")
@@ -46,6 +46,7 @@ def test_the_built_in_names() -> None:
     assert FRONTENDS.names() == ("desq", "qcompiler", "pyrag")
     assert BACKENDS.names() == ("openai", "llama-cpp", "hf")
     assert translator_names()[:1] == ("cases",) and translator_names()[-3:] == BACKENDS.names()
+    assert "model" in TRANSLATORS.names() and not set(BACKENDS.names()) & set(TRANSLATORS.names())
     assert {"cases", "replay"} <= set(TRANSLATORS.names())
     assert all(description for _, description in FRONTENDS.table() + TRANSLATORS.table() + BACKENDS.table())
 
@@ -60,14 +61,14 @@ def test_a_registered_translator_is_in_the_help_the_settings_and_the_schema(dumm
     help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere
     assert "echo-dummy" in help_text and "always writes the Atlantis example" in help_text
     assert "desq-dummy" in help_text  # --frontend choices
-    assert get_model_settings(backend=dummy).backend == dummy  # the settings accept it
+    assert get_translator_settings(translator=dummy).translator == dummy  # the settings accept it
     schema = create_app(ServerSettings()).openapi()
     assert "echo-dummy" in schema["components"]["schemas"]["Health"]["properties"]["translator"]["examples"]
     assert "desq-dummy" in schema["components"]["schemas"]["CompileRequest"]["properties"]["frontend"]["enum"]
 
 
 def test_the_engine_builds_a_registered_translator_from_its_settings(dummy: str) -> None:
-    with Engine(None, settings=get_model_settings(backend=dummy)) as engine:
+    with Engine(None, settings=get_translator_settings(translator=dummy)) as engine:
         result = engine.ask("What is the capital of Atlantis?", frontend="desq-dummy", execute=False)
     assert result.status == "generated" and result.frontend == "desq-dummy", result.errors
     assert result.steps[0].stage == "translate" and result.translation["backend"] == "echo-dummy"
@@ -75,8 +76,14 @@ def test_the_engine_builds_a_registered_translator_from_its_settings(dummy: str)
 
 def test_unknown_names_are_usage_errors() -> None:
     with pytest.raises(KBQAError) as e:
-        get_model_settings(backend="no-such-backend")
-    assert e.value.info.stage == "usage" and "cases" in e.value.info.message
+        get_translator_settings(translator="no-such-translator")
+    assert e.value.info.stage == "usage" and "cases, explore, model, replay" in e.value.info.message
+    with pytest.raises(KBQAError) as e:
+        get_translator_settings(backend="no-such-backend")
+    assert e.value.info.stage == "usage" and "openai, llama-cpp, hf" in e.value.info.message
+    with pytest.raises(KBQAError) as e:  # the model translator without a provider
+        get_translator_settings(translator="model")
+    assert e.value.info.stage == "usage" and "needs a backend" in e.value.info.message
     with pytest.raises(KBQAError) as e:
         BACKENDS.get("no-such-backend")
     assert "openai, llama-cpp, hf" in e.value.info.message
@@ -86,5 +93,5 @@ def test_unknown_names_are_usage_errors() -> None:
 
 
 def test_a_model_backend_name_makes_a_model_translator() -> None:
-    translator = make_translator(get_model_settings(backend="openai", endpoint="http://127.0.0.1:9/v1"), None)
+    translator = make_translator(get_translator_settings(backend="openai", endpoint="http://127.0.0.1:9/v1"), None)
     assert translator.name == "openai" and translator.check_frontend("pyrag") is None

@@ -44,7 +44,7 @@ def test_wrong_then_right_converges_and_records_both_rounds(engine: Engine) -> N
     translator = ModelTranslator(backend)
     assert can_repair(translator)
     first = translator.translate("Who directed Titanic?", "desq")
-    result = compile_with_repair(engine, "Who directed Titanic?", first, translator, "desq", rounds=2)
+    result = compile_with_repair(engine.compile, "Who directed Titanic?", first, translator, "desq", rounds=2)
     assert result.status == "ok"
     assert [r[0].value for r in result.answers.rows] == ["http://www.wikidata.org/entity/Q42574"]
     repair_steps = [s for s in result.steps if s.stage == "repair"]

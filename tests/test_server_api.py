@@ -38,7 +38,7 @@ def replay_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def http(tiny_store: Path, replay_file: Path):
-    settings = ServerSettings(store=tiny_store, backend="replay", replay_path=replay_file, max_batch=4)
+    settings = ServerSettings(store=tiny_store, translator="replay", replay_path=replay_file, max_batch=4)
     with LiveServer(create_app(settings)) as live, httpx.Client(base_url=live.url, timeout=60) as client:
         yield client
 

@@ -43,7 +43,7 @@ def find_chromium() -> str | None:
 def site(wikidata_mini_store: Path, tmp_path_factory: pytest.TempPathFactory):
     replay = tmp_path_factory.mktemp("page") / "outputs.jsonl"
     replay.write_text(json.dumps({"id": "sq-sasha", "question": QUESTION, "output": OUTPUT}) + "\n", encoding="utf-8")
-    settings = ServerSettings(store=wikidata_mini_store, backend="replay", replay_path=replay)
+    settings = ServerSettings(store=wikidata_mini_store, translator="replay", replay_path=replay)
     with LiveServer(create_app(settings)) as live:
         yield live.url
 

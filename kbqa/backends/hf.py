@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.backends.base import Backend, GenerateResult
+from kbqa.settings import TranslatorSettings
 from kbqa.training.fetch import MODELS, is_fetched, model_path, models_dir
 from kbqa.translators.base import TranslateError
-from kbqa.translators.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class HFBackend(Backend):
         self.load_seconds = 0.0
 
     @classmethod
-    def from_settings(cls, s: ModelSettings) -> HFBackend:
+    def from_settings(cls, s: TranslatorSettings) -> HFBackend:
         if not hf_available():  # said when the engine is made, not at the first question
             raise TranslateError(INSTALL_HINT, stage="usage")
         return cls(s.model, getattr(s, "adapter", None) or None, threads=getattr(s, "n_threads", None) or None)

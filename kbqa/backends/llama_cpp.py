@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.backends.base import Backend, GenerateResult
+from kbqa.settings import TranslatorSettings
 from kbqa.training.fetch import resolve_model
 from kbqa.translators.base import TranslateError
-from kbqa.translators.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class LlamaCppBackend(Backend):
         self.last_prefix_tokens = 0  # prompt tokens of the last constrained request served from the KV cache
 
     @classmethod
-    def from_settings(cls, s: ModelSettings) -> LlamaCppBackend:
+    def from_settings(cls, s: TranslatorSettings) -> LlamaCppBackend:
         # n_ctx / n_threads are read when the settings declare them (KBQA_N_CTX, KBQA_N_THREADS)
         return cls(s.model, n_ctx=int(getattr(s, "n_ctx", 0) or DEFAULT_N_CTX),
                    n_threads=getattr(s, "n_threads", None) or None)

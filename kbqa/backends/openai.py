@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kbqa.backends.base import Backend, GenerateResult
+from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError
-from kbqa.translators.settings import ModelSettings
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -47,7 +47,7 @@ class OpenAIBackend(Backend):
         self.extra_body = dict(extra_body or {})
 
     @classmethod
-    def from_settings(cls, s: ModelSettings) -> OpenAIBackend:
+    def from_settings(cls, s: TranslatorSettings) -> OpenAIBackend:
         return cls(s.endpoint, s.model, api_key=s.api_key(), timeout_s=s.timeout_s,
                    connect_timeout_s=s.connect_timeout_s, retries=s.retries, backoff_s=s.backoff_s,
                    grammar_field=s.grammar_field, extra_body=s.extra_body)

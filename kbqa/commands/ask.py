@@ -1,23 +1,23 @@
-"""`kbqa ask`: a question -> translator (cases by default) -> checked SPARQL, answers with labels, step report."""
+"""`kbqa ask`: a question -> translator (explore by default) -> checked SPARQL, answers with labels, step report."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbqa.commands.common import (
-    add_backend_flag,
     add_chooser_flag,
     add_endpoint_flags,
     add_format_flag,
     add_store_flag,
+    add_translator_flags,
     http_url,
     question_text,
     repair_rounds,
     seconds,
     store_target,
     subparser,
+    translator_choice,
 )
 from kbqa.frontends import FRONTENDS
 
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 EXAMPLE = """kbqa ask "where was sasha vujačić born"
   kbqa ask "who directed Titanic?" --format json
+  kbqa ask "..." --translator cases                 the nearest solved questions of the store's case bank
   kbqa ask "..." --backend openai --model-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
   kbqa ask "..." --explore-chooser llama-cpp --model smollm2-135m   a model picks among explore's top 5
-  kbqa ask "..." --backend replay --replay outputs.jsonl --id q17
+  kbqa ask "..." --translator replay --replay outputs.jsonl --id q17
   kbqa ask "..." --server http://127.0.0.1:8000     ask a running `kbqa serve` (no model loading here)"""
 
 
@@ -38,22 +39,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("question", type=question_text, help="the question, in words")
     add_store_flag(p)
     add_endpoint_flags(p)
-    add_backend_flag(p, "translator (default: setting KBQA_BACKEND, else explore)")
+    add_translator_flags(p, "the question")
     p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq", help="the language the translator writes")
-    p.add_argument("--model", default=None,
-                   help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
-                        "or the server's model name (openai)")
-    p.add_argument("--model-url", default=None, metavar="URL",
-                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
     add_chooser_flag(p)
-    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output)")
     p.add_argument("--id", default=None, help="question id to look up in the replay file")
     p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query in seconds")
-    p.add_argument("--repair-rounds", type=repair_rounds, default=2, metavar="N",
-                   help="times a failed model output goes back to the model with its errors (default 2)")
+    p.add_argument("--repair-rounds", type=repair_rounds, default=None, metavar="N",
+                   help="times a failed model output goes back to the model with its errors (default: setting "
+                        "KBQA_REPAIR_ROUNDS, else 2)")
     p.add_argument("--server", type=http_url, default=None, metavar="URL",
                    help="ask a running `kbqa serve` at URL instead of loading the store and models in this process "
-                        "(its store and translator answer; --store/--backend/--model do not apply)")
+                        "(its store and translator answer; --store/--translator/--backend/--model do not apply)")
     p.add_argument("--explain", action="store_true", help="also print the ranked candidates (explore), the "
                    "front-end's parts and the Plan")
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
@@ -66,23 +62,22 @@ def run(args: argparse.Namespace) -> int:
     if args.server:
         return run_remote(args)
     from kb_dumps.errors import KBQAError
-    from kbqa.config import get_settings
     from kbqa.pipeline import Engine
-    from kbqa.translators.settings import get_model_settings
 
-    settings = get_settings()
-    msettings = get_model_settings(backend=args.backend, model=args.model, endpoint=args.model_url,
-                                   replay_path=args.replay, explore_chooser=args.explore_chooser)
+    translator, backend = translator_choice(args)
     store, sparql_endpoint = store_target(args)
-    if store is None and msettings.backend in ("cases", "explore"):
-        # The case bank, label memory, schema memory and index live in a store directory; an endpoint has none.
-        raise KBQAError(f"--endpoint without --store: the {msettings.backend} translator needs a store directory "
-                        f"(labels, schema{', case bank' if msettings.backend == 'cases' else ''}); build one from "
-                        f"the endpoint with `kbqa ingest --endpoint {sparql_endpoint} --store DIR` (then `kbqa "
-                        "index`) and pass --store DIR, or choose a model --backend", stage="usage")
-    timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
-                endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect, settings=msettings) as engine:
+    engine = Engine.from_settings(store, sparql_endpoint=sparql_endpoint, endpoint_dialect=args.endpoint_dialect,
+                                  query_timeout_s=args.timeout, repair_rounds=args.repair_rounds,
+                                  translator=translator, backend=backend, model=args.model, endpoint=args.model_url,
+                                  replay_path=args.replay, explore_chooser=args.explore_chooser)
+    with engine:
+        chosen = engine.settings.translator if engine.settings is not None else ""
+        if store is None and chosen in ("cases", "explore"):
+            # The case bank, label memory, schema memory and index live in a store directory; an endpoint has none.
+            raise KBQAError(f"--endpoint without --store: the {chosen} translator needs a store directory "
+                            f"(labels, schema{', case bank' if chosen == 'cases' else ''}); build one from the "
+                            f"endpoint with `kbqa ingest --endpoint {sparql_endpoint} --store DIR` (then `kbqa "
+                            "index`) and pass --store DIR, or choose --translator model", stage="usage")
         result = engine.ask(args.question, frontend=args.frontend, qid=args.id)
         return _report(result, args, engine.profile)
 
@@ -103,7 +98,8 @@ def run_remote(args: argparse.Namespace) -> int:
     from kbqa.result import Result
     from kbqa.server.client import ServerClient
 
-    local_only = [flag for flag, value in (("--store", args.store), ("--backend", args.backend),
+    local_only = [flag for flag, value in (("--store", args.store), ("--translator", args.translator),
+                                           ("--backend", args.backend),
                                            ("--model", args.model), ("--model-url", args.model_url),
                                            ("--replay", args.replay), ("--endpoint", args.sparql_endpoint),
                                            ("--explore-chooser", args.explore_chooser))

@@ -73,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
     store = resolve_store(args.store)
     if args.cases_verb == "build":
         from grounding.build import read_meta
-        from kbqa.config import get_settings
+        from kbqa.settings import get_settings
         from kbqa.translators.casebank_build import build_case_bank
 
         sets = [x.strip() for x in args.sets.split(",") if x.strip()] if args.sets else None
         # the same embedder as grounding: one model loaded per process, and no torch when that one has none
-        model = args.embedder or (read_meta(store) or {}).get("embedder") or get_settings().embedding_model
+        model = args.embedder or (read_meta(store) or {}).get("embedder") or get_settings().grounding.embedding_model
         stats = build_case_bank(store, sets, model=model, exclude_sets=args.exclude_set, exclude_ids=_lines(args.exclude_ids),
                                 exclude_questions=_lines(args.exclude_questions), limit_per_set=args.limit,
                                 progress=False if args.no_progress else None,

@@ -8,10 +8,13 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_dumps.settings_types import MAX_SECONDS
-from kbqa.config import get_settings
+from kbqa.settings import get_settings
+
+if TYPE_CHECKING:
+    from kbqa.settings import ServerSettings
 
 # ---- argparse types: every numeric or path flag is checked where it is parsed ------------------------------
 # A bad value is argparse's usage error (exit 2, one line naming the flag), never a failure deep inside a verb.
@@ -157,7 +160,7 @@ def resolve_store(path: Path | None) -> Path:
     """The store to use: the one given, or the default sample store, built on first use."""
     if path is not None:
         return path
-    settings = get_settings()
+    settings = get_settings().store
     store = settings.default_store()
     from kb_dumps.layout import StoreLayout
 
@@ -180,13 +183,36 @@ def subparser(sub: Any, name: str, help_: str, example: str) -> argparse.Argumen
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def add_backend_flag(p: argparse.ArgumentParser, help_: str) -> None:
-    """`--backend NAME`: a translator or a model backend, from their registries (listed in --help)."""
-    from kbqa.translators import translator_names, translator_table
+def add_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
+    """`--translator NAME` (explore, cases, model, replay: the registry) and `--backend NAME`, the model translator's
+    provider (llama-cpp, openai, hf); `--backend` alone implies `--translator model`. The old `--backend explore`
+    is still accepted, with a deprecation note (`translator_choice`)."""
+    from kbqa.backends import BACKENDS
+    from kbqa.translators import TRANSLATORS
 
-    table = "; ".join(f"{name}: {what}" for name, what in translator_table())
-    p.add_argument("--backend", choices=translator_names(), default=None, metavar="NAME",
-                   help=f"{help_}. {table}")
+    table = "; ".join(f"{name}: {desc}" for name, desc in TRANSLATORS.table())
+    p.add_argument("--translator", choices=TRANSLATORS.names(), default=None, metavar="NAME",
+                   help=f"translator of {what} (default: setting KBQA_TRANSLATOR, else explore). {table}")
+    old = tuple(n for n in TRANSLATORS.names() if n != "model")  # the deprecated `--backend explore` spelling
+    providers = "; ".join(f"{name}: {desc}" for name, desc in BACKENDS.table())
+    p.add_argument("--backend", choices=(*BACKENDS.names(), *old), default=None, metavar="NAME",
+                   help=f"the model translator's provider (implies --translator model; setting KBQA_BACKEND). "
+                        f"{providers}")
+    p.add_argument("--model", default=None,
+                   help="model: a name from `kbqa models list` (llama-cpp), a GGUF path, a checkpoint folder (hf), "
+                        "or the server's model name (openai)")
+    p.add_argument("--model-url", default=None, metavar="URL",
+                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, output) of "
+                   "--translator replay")
+
+
+def translator_choice(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(translator, backend) from --translator / --backend (None = not given): `--backend PROVIDER` alone implies
+    the model translator; `--backend explore|cases|replay` is the deprecated spelling of `--translator`."""
+    from kbqa.settings import split_translator_backend
+
+    return split_translator_backend(getattr(args, "translator", None), getattr(args, "backend", None))
 
 
 def add_chooser_flag(p: argparse.ArgumentParser) -> None:
@@ -203,29 +229,24 @@ def add_chooser_flag(p: argparse.ArgumentParser) -> None:
 
 def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
     """The translator and time-budget flags of the long-running faces (`kbqa serve`, `kbqa mcp`)."""
-    add_backend_flag(p, f"translator of {what} (default: setting KBQA_BACKEND, else explore)")
-    p.add_argument("--model", default=None, help="model name or path, as for `kbqa ask`")
-    p.add_argument("--model-url", default=None, metavar="URL",
-                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
-    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL (id, question, output)")
+    add_translator_flags(p, what)
 
 
-def server_settings(args: argparse.Namespace, **given: Any) -> Any:
+def server_settings(args: argparse.Namespace, **given: Any) -> ServerSettings:
     """`ServerSettings` for `kbqa serve` / `kbqa mcp`: the store (checked), the KBQA_SERVER_* limits, and the
     flags given on the command line on top (None = not given). A bad KBQA_* value is a usage error naming it."""
     from kb_dumps.errors import KBQAError
     from kb_dumps.layout import StoreLayout
-    from kbqa.config import get_settings
-    from kbqa.server import ServerSettings
+    from kbqa.settings import ServerSettings
 
     store = resolve_store(args.store) if args.store is not None or not args.sparql_endpoint else None
     if store is not None and not StoreLayout.of(store).exists():
         raise KBQAError(f"no store at {store}; build one with `kbqa ingest SOURCE --store {store}`", stage="store")
-    cfg = get_settings()
+    cfg = get_settings().store
+    translator, backend = translator_choice(args)
     given = {"query_timeout_s": args.timeout, "model_timeout_s": args.model_timeout, "host": args.host,
-             "port": args.port, **given}
-    return ServerSettings(store=store, backend=args.backend, model=args.model,
-                          model_url=args.model_url, replay_path=args.replay, sparql_endpoint=args.sparql_endpoint,
-                          endpoint_dialect=args.endpoint_dialect,
+             "port": args.port, "translator": translator, "backend": backend, **given}
+    return ServerSettings(store=store, model=args.model, model_url=args.model_url, replay_path=args.replay,
+                          sparql_endpoint=args.sparql_endpoint, endpoint_dialect=args.endpoint_dialect,
                           **{"query_timeout_s": cfg.query_timeout_s, "row_cap": cfg.row_cap,
                              **{k: v for k, v in given.items() if v is not None}})

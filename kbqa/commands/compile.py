@@ -32,8 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--no-execute", action="store_true",
                    help="generate only: ground (guessed URIs when no --store is given) and parse-check, never run")
     p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="time budget per query in seconds")
-    p.add_argument("--repair-rounds", type=repair_rounds, default=2, metavar="N",
-                   help="qcompiler/pyrag: times a leaf's failed translation goes back to the model (default 2)")
+    p.add_argument("--repair-rounds", type=repair_rounds, default=None, metavar="N",
+                   help="qcompiler/pyrag: times a leaf's failed translation goes back to the model (default: setting "
+                        "KBQA_REPAIR_ROUNDS, else 2)")
     p.add_argument("--explain", action="store_true",
                    help="also print the leaves / sub-questions with their DeSQ, and the Plan")
     add_format_flag(p)
@@ -53,16 +54,13 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from kbqa.commands.report import print_result
-    from kbqa.config import get_settings
     from kbqa.pipeline import Engine
 
     text = _read(args.file)
-    settings = get_settings()
     # --no-execute without --store: no store at all (guessed URIs, unchecked); with --store: grounded, not run.
     store, endpoint = (None, None) if args.no_execute and args.store is None else store_target(args)
-    timeout = args.timeout if args.timeout is not None else settings.query_timeout_s
-    # QCompiler leaves and PyRAG sub-questions are translated by the engine's translator (KBQA_BACKEND)
-    with Engine(store, timeout_s=timeout, row_cap=settings.row_cap, repair_rounds=args.repair_rounds,
-                endpoint=endpoint, endpoint_dialect=args.endpoint_dialect) as engine:
+    # QCompiler leaves and PyRAG sub-questions are translated by the engine's translator (KBQA_TRANSLATOR)
+    with Engine.from_settings(store, sparql_endpoint=endpoint, endpoint_dialect=args.endpoint_dialect,
+                              query_timeout_s=args.timeout, repair_rounds=args.repair_rounds) as engine:
         result = engine.compile(text, frontend=args.frontend, execute=not args.no_execute)
         return print_result(result, fmt=args.format, profile=engine.profile, explain=args.explain, source=args.file)

@@ -48,9 +48,9 @@ def _labels(store: Path | None):  # noqa: ANN202 - LabelMemory | None, imported 
     """The label memory of `--store`, else of the default store when it exists (never built here)."""
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.layout import StoreLayout
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    path = store if store is not None else get_settings().default_store()
+    path = store if store is not None else get_settings().store.default_store()
     layout = StoreLayout.of(path)
     if not layout.labels.exists():
         if store is not None:

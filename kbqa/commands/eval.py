@@ -21,14 +21,15 @@ from kbqa.commands.common import (
     seconds,
     store_dir,
     subparser,
+    translator_choice,
 )
 from kbqa.frontends import FRONTENDS
-from kbqa.translators import translator_names
-from kbqa.translators.settings import get_model_settings
+from kbqa.settings import get_translator_settings
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
   kbqa eval bestiary --oracle --store kb/bestiary --limit 20
+  kbqa eval bestiary --translator explore --store kb/bestiary --limit 20
   kbqa eval --list
 
 predictions file: one JSON object per line, {"id": ..., "sparql": ...} or {"id": ..., "desq": ...}
@@ -38,6 +39,8 @@ predictions file: one JSON object per line, {"id": ..., "sparql": ...} or {"id":
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from eval.loaders import FORMATS
+    from kbqa.backends import BACKENDS
+    from kbqa.translators import TRANSLATORS
 
     p = subparser(sub, "eval", "evaluate a KBQA system offline on a benchmark (query- and answer-level, per-stage "
                                "failures, HTML report)", EXAMPLE)
@@ -47,17 +50,25 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="format of the benchmark file (default: detected from its content)")
     p.add_argument("--store", type=store_dir, default=None, metavar="DIR",
                    help="store to run queries on (answer-level scoring). With --predictions and no --store only "
-                        "query-level figures (plus answers the file gives) are computed; --backend/--oracle use "
+                        "query-level figures (plus answers the file gives) are computed; --translator/--oracle use "
                         "the default bundled store")
     add_endpoint_flags(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--predictions", type=Path, metavar="FILE.jsonl", help="predictions of any system, JSONL")
-    mode.add_argument("--backend", metavar="NAME", choices=translator_names(),
-                      help="run the engine on the questions with this translator: cases (default when neither "
-                           f"--predictions nor --oracle is given), {', '.join(translator_names()[1:])}; the scored "
-                           "questions are always left out of the case bank")
+    mode.add_argument("--translator", metavar="NAME", choices=TRANSLATORS.names(),
+                      help="run the engine on the questions with this translator (when neither --predictions nor "
+                           "--oracle is given: setting KBQA_TRANSLATOR, else explore): "
+                           f"{', '.join(TRANSLATORS.names())}; the scored questions are always left out of the case "
+                           "bank")
+    old = tuple(n for n in TRANSLATORS.names() if n != "model")  # the deprecated `--backend explore` spelling
+    p.add_argument("--backend", metavar="NAME", choices=(*BACKENDS.names(), *old),
+                   help=f"the model translator's provider ({', '.join(BACKENDS.names())}; implies --translator model)")
+    p.add_argument("--model", default=None, help="model name or path of --backend, as for `kbqa ask`")
+    p.add_argument("--model-url", default=None, metavar="URL",
+                   help="OpenAI-compatible model server URL (…/v1) of --backend openai")
+    p.add_argument("--replay", type=Path, default=None, metavar="FILE", help="replay JSONL of --translator replay")
     p.add_argument("--frontend", choices=FRONTENDS.names(), default="desq",
-                   help="with --backend: the language the translator writes (default desq)")
+                   help="with --translator: the language the translator writes (default desq)")
     add_chooser_flag(p)
     mode.add_argument("--oracle", action="store_true",
                       help="replace the model by decompose(gold) with URIs removed: scores grounding + assembly")
@@ -127,7 +138,7 @@ def prediction_from_engine(result: Any, text: str, gold: dict[str, str] | None =
 
 
 def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Any],
-                    engine_kw: dict[str, Any] | None = None) -> Any:
+                    engine_kw: dict[str, Any]) -> Any:
     """A predictor over a predictions file; a `desq`-only line is compiled through kbqa.pipeline.Engine."""
     from eval.runner import Prediction
 
@@ -136,7 +147,7 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     if needs_engine:
         from kbqa.pipeline import Engine  # lazily: eval never imports kbqa; only this CLI wires it
 
-        engine = Engine(store=resolve_store(store_dir), **(engine_kw or {}))
+        engine = Engine.from_settings(resolve_store(store_dir), **engine_kw)
         engines.append(engine)
 
     def predict(record: Any) -> Prediction:
@@ -154,8 +165,8 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     return predict
 
 
-def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: list[Any], closers: list[Any],
-                      execute: bool = True, engine_kw: dict[str, Any] | None = None) -> Any:
+def _oracle_predictor(store_dir: Path, engines: list[Any], closers: list[Any], engine_kw: dict[str, Any],
+                      execute: bool = True) -> Any:
     """decompose(gold) with the URIs removed from its grounding block, compiled by the Engine: what
     grounding + assembly alone achieve when the model's output is perfect but for the URIs."""
     from assembler.plan import Placeholder, walk
@@ -169,7 +180,7 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
     layout = StoreLayout.of(store_dir)
     labels = LabelMemory(layout.labels, readonly=True)
     closers.append(labels)
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, **(engine_kw or {}))
+    engine = Engine.from_settings(store_dir, **engine_kw)
     engines.append(engine)
 
     def predict(record: Any) -> Prediction:
@@ -193,17 +204,14 @@ def _oracle_predictor(store_dir: Path, timeout: float, row_cap: int, engines: li
     return predict
 
 
-def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: list[Any], timeout: float,
-                      row_cap: int, engines: list[Any], closers: list[Any],
-                      engine_kw: dict[str, Any] | None = None, explore_chooser: str | None = None) -> Any:
-    """The whole system: Engine.ask with a translator backend. The questions being scored are excluded
-    from the case bank (by id and by text), so no scored question is ever its own example."""
+def _engine_predictor(store_dir: Path, frontend: str, records: list[Any], engines: list[Any],
+                      engine_kw: dict[str, Any]) -> Any:
+    """The whole system: Engine.ask with the translator of `engine_kw` (its settings). The questions being scored
+    are excluded from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
     from kbqa.pipeline import Engine
-    from kbqa.translators.settings import get_model_settings
 
-    settings = get_model_settings(backend=backend, explore_chooser=explore_chooser)
-    engine = Engine(store=store_dir, timeout_s=timeout, row_cap=row_cap, settings=settings, **(engine_kw or {}))
+    engine = Engine.from_settings(store_dir, **engine_kw)
     engines.append(engine)  # closing the engine closes the translator it made
     engine.translator.exclude({r.id for r in records}, {q for r in records for q in r.questions.values()})
 
@@ -217,9 +225,9 @@ def _engine_predictor(store_dir: Path, backend: str, frontend: str, records: lis
 # ---- the verb -------------------------------------------------------------------------------------
 def _list(args: argparse.Namespace) -> int:
     from eval.loaders import list_benchmarks
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    infos = list_benchmarks(cache_dir=get_settings().home / "cache")
+    infos = list_benchmarks(cache_dir=get_settings().store.home / "cache")
     if args.format == "json":
         for info in infos:
             print_json(info.to_dict())
@@ -255,21 +263,25 @@ def _run(args: argparse.Namespace) -> int:
     from eval.runner import run_eval
     from kb_dumps.layout import StoreLayout
     from kb_dumps.store import DEFAULT_ROW_CAP, open_store
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    cfg = get_settings()
+    cfg = get_settings().store
     path, known_fmt, name = resolve_benchmark(args.benchmark)
     fmt = args.dataset_format or known_fmt
     records = load(path, fmt, dataset=name)
     timeout = args.timeout or cfg.query_timeout_s
     row_cap = cfg.row_cap or DEFAULT_ROW_CAP
+    if (args.oracle or args.predictions is not None) and (args.backend or args.model or args.replay):
+        raise KBQAError("--backend / --model / --replay choose the translator of an engine run; they do not apply to "
+                        "--predictions or --oracle", stage="usage")
     engine_mode = args.oracle or args.predictions is None  # the oracle and the translators need a store
     endpoint = args.sparql_endpoint
     if endpoint and engine_mode and args.store is None:
-        raise KBQAError("--backend / --oracle with --endpoint need --store DIR for the label memory and index "
+        raise KBQAError("--translator / --oracle with --endpoint need --store DIR for the label memory and index "
                         "(a remote store: `kbqa ingest --endpoint URL --store DIR`, then `kbqa index`)", stage="usage")
     store_dir = resolve_store(args.store) if engine_mode else args.store
-    engine_kw = {"endpoint": endpoint, "endpoint_dialect": args.endpoint_dialect}
+    engine_kw = {"sparql_endpoint": endpoint, "endpoint_dialect": args.endpoint_dialect, "query_timeout_s": timeout,
+                 "row_cap": row_cap}
     kbs = {r.meta.get("kb") for r in records if r.usable}
     store_info = None
     if store_dir is not None:
@@ -290,21 +302,23 @@ def _run(args: argparse.Namespace) -> int:
     if args.oracle:
         settings.update(system="oracle", mode="oracle")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-oracle"
-        predictor = _oracle_predictor(store_dir, timeout, row_cap, engines, closers,  # type: ignore[arg-type]
-                                      execute=not args.no_execute, engine_kw=engine_kw)
+        predictor = _oracle_predictor(store_dir, engines, closers, engine_kw,  # type: ignore[arg-type]
+                                      execute=not args.no_execute)
         if jobs > 1:  # the Engine's label memory and grounder are not shared across threads
             print("note: --oracle runs with --jobs 1", file=sys.stderr)
             jobs = 1
     elif args.predictions is None:
-        msettings = get_model_settings(backend=args.backend, explore_chooser=args.explore_chooser)
-        backend = msettings.backend
+        translator, backend = translator_choice(args)
+        engine_kw.update(translator=translator, backend=backend, model=args.model, endpoint=args.model_url,
+                         replay_path=args.replay, explore_chooser=args.explore_chooser)
+        msettings = get_translator_settings(**{k: v for k, v in engine_kw.items()
+                                               if k in ("translator", "backend", "model", "explore_chooser")})
         # a chooser is another system: its own name, and its own default folder (never resumed from explore's)
-        system = backend + (f"+chooser-{msettings.explore_chooser}" if backend == "explore" and
-                            msettings.explore_chooser else "")
+        system = msettings.who + (f"+chooser-{msettings.explore_chooser}" if msettings.translator == "explore" and
+                                  msettings.explore_chooser else "")
         settings.update(system=f"engine:{system}:{args.frontend}", mode="engine")
         out = args.out or cfg.home / "eval" / f"{_slug(name)}-{_slug(system)}-{args.frontend}"
-        predictor = _engine_predictor(store_dir, backend, args.frontend, records, timeout, row_cap, engines,
-                                      closers, engine_kw, args.explore_chooser)  # type: ignore[arg-type]
+        predictor = _engine_predictor(store_dir, args.frontend, records, engines, engine_kw)  # type: ignore[arg-type]
         jobs = 1  # one translator and one Engine, used in turn
     else:
         preds = read_predictions(args.predictions)

@@ -49,15 +49,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from grounding.build import read_meta
-    from grounding.ground import DEFAULT_THRESHOLD, Grounder
-    from kbqa.config import get_settings
+    from grounding.ground import Grounder
+    from kbqa.settings import get_settings
 
-    settings = get_settings()
+    settings = get_settings().grounding
     store = resolve_store(args.store)
     if args.k < 1:
         raise KBQAError(f"--k must be at least 1 (got {args.k})", stage="usage")
-    threshold = args.threshold if args.threshold is not None else getattr(settings, "grounding_threshold",
-                                                                          DEFAULT_THRESHOLD)
+    threshold = args.threshold if args.threshold is not None else settings.grounding_threshold
     kb = None  # the KB-context re-rank queries --endpoint when given (a remote store's own endpoint otherwise)
     if args.sparql_endpoint:
         from kb_dumps.store import open_store

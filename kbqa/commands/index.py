@@ -55,11 +55,10 @@ def _vector_store(spec: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from grounding.build import build_index
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    settings = get_settings()
     store = resolve_store(args.store)
-    stats = build_index(store, model=args.model or settings.embedding_model, rebuild=args.rebuild,
+    stats = build_index(store, model=args.model or get_settings().grounding.embedding_model, rebuild=args.rebuild,
                         batch_size=args.batch_size, vector_store=args.vector_store)
     schema = _build_schema(store)
     if args.format == "json":

@@ -11,7 +11,7 @@ from kb_dumps.ingest import ingest
 from kb_dumps.readers import FORMATS
 from kb_dumps.samples import SAMPLES, get_sample
 from kbqa.commands.common import add_format_flag, integer, print_json, seconds, store_dir, subparser
-from kbqa.config import get_settings
+from kbqa.settings import get_settings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             raise KBQAError("give SOURCE files or --sample, not both", stage="usage")
         sample = get_sample(args.sample)
         sources, profile = sample.paths(), args.profile or sample.profile
-        store = args.store or get_settings().stores_dir / sample.name
+        store = args.store or get_settings().store.stores_dir / sample.name
     else:
         if not args.sources:
             raise KBQAError("nothing to ingest: give SOURCE files or --sample NAME", stage="usage")

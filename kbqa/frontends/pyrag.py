@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kb_dumps.errors import ErrorInfo, Stage, echo
-from kbqa.config import RequestCaps
+from kbqa.settings import RequestCaps
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine

@@ -40,7 +40,7 @@ from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
 
 if TYPE_CHECKING:
-    from kbqa.config import RequestCaps
+    from kbqa.settings import RequestCaps
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$")
 

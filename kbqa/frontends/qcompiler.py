@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from assembler.plan import Bind, Group, Literal, Node, Placeholder, Query, Union, Var, substitute, walk
 from kb_dumps.errors import ErrorInfo, KBQAError, Stage, internal_error
-from kbqa.config import RequestCaps
 from kbqa.frontends.desq import GroundingLine, Rewrite, parse_desq
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,
@@ -47,6 +46,7 @@ from kbqa.frontends.qcompiler_plan import (
     tag_ac,
 )
 from kbqa.repair import DEFAULT_ROUNDS, Retranslate, repair_loop
+from kbqa.settings import RequestCaps
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine

@@ -32,7 +32,7 @@ from kbqa.server.app import AppState, default_engine_factory
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, result_status
 from kbqa.server.limits import Gate
-from kbqa.server.settings import ServerSettings
+from kbqa.settings import ServerSettings
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine, Result
@@ -333,9 +333,9 @@ def kb_description(state: State, limit: int) -> KBDescription:
 
 def last_eval_report() -> Path | None:
     """The newest report.md of `kbqa eval` under `<home>/eval/` (its default --out), or None."""
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    reports = list((get_settings().home / "eval").glob("*/report.md"))
+    reports = list((get_settings().store.home / "eval").glob("*/report.md"))
     return max(reports, key=lambda p: p.stat().st_mtime) if reports else None
 
 

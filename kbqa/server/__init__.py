@@ -7,6 +7,6 @@ Nothing else in kbqa imports this package: it sits on top of the Python API.
 """
 
 from kbqa.server.app import create_app
-from kbqa.server.settings import ServerSettings
+from kbqa.settings import ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]

@@ -24,9 +24,9 @@ from kbqa.server import schemas
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, install_error_handlers, result_response
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
-from kbqa.server.settings import ServerSettings
 from kbqa.server.sparql import Prefixes, SparqlRoute
 from kbqa.server.sparql import router as sparql_router
+from kbqa.settings import ServerSettings
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine
@@ -48,14 +48,14 @@ class AppState:
 def default_engine_factory(settings: ServerSettings) -> Callable[[], Engine]:
     """The Engine `kbqa ask` would make from the same flags; it builds its own translator from them."""
     from kbqa.pipeline import Engine
-    from kbqa.translators.settings import get_model_settings
 
     def make() -> Engine:
-        msettings = get_model_settings(backend=settings.backend, model=settings.model, endpoint=settings.model_url,
-                                       replay_path=settings.replay_path, timeout_s=settings.model_timeout_s)
-        return Engine(settings.store, timeout_s=settings.query_timeout_s, row_cap=settings.row_cap,
-                      repair_rounds=settings.repair_rounds, endpoint=settings.sparql_endpoint,
-                      endpoint_dialect=settings.endpoint_dialect, settings=msettings)
+        return Engine.from_settings(settings.store, sparql_endpoint=settings.sparql_endpoint,
+                                    endpoint_dialect=settings.endpoint_dialect, query_timeout_s=settings.query_timeout_s,
+                                    row_cap=settings.row_cap, repair_rounds=settings.repair_rounds,
+                                    translator=settings.translator, backend=settings.backend, model=settings.model,
+                                    endpoint=settings.model_url, replay_path=settings.replay_path,
+                                    timeout_s=settings.model_timeout_s)
 
     return make
 

@@ -186,7 +186,7 @@ class Health(BaseModel):
     store: str | None
     profile: str | None = Field(default=None, description="the KB profile (wikidata, freebase, generic, …)")
     translator: str | None = Field(default=None, json_schema_extra=_translator_names,
-                                   description="the translator answering questions (`kbqa serve --backend`)")
+                                   description="the translator answering questions (`kbqa serve --translator`)")
     engines: int
     engines_busy: int
     sparql_workers: int

@@ -78,9 +78,9 @@ def models_dir(cache: str | Path | None = None) -> Path:
     """The model cache: `cache`, else `<KBQA_HOME>/models`."""
     if cache is not None:
         return Path(cache)
-    from kbqa.config import get_settings
+    from kbqa.settings import get_settings
 
-    return get_settings().home / "models"
+    return get_settings().store.home / "models"
 
 
 def get_spec(name: str) -> ModelSpec:

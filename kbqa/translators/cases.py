@@ -28,7 +28,7 @@ from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, qu
 
 if TYPE_CHECKING:
     from kb_dumps.store import Store
-    from kbqa.translators.settings import ModelSettings
+    from kbqa.settings import TranslatorSettings
 
 from kbqa.translators.mentions import (
     EntityCandidate,
@@ -281,7 +281,7 @@ def _content_words(question: str) -> str:
     return " ".join(words) or question
 
 
-def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
          memory: LabelMemory | None = None) -> CasesTranslator:
     """The `cases` entry of `kbqa.translators.TRANSLATORS`."""
     if store_dir is None:

@@ -7,14 +7,18 @@ Backends come from `kbqa.backends.BACKENDS` (openai, llama-cpp, hf); grammars fr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbqa.backends.base import Backend
+from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import CaseBank
 from kbqa.translators.grammars import grammar_for
 from kbqa.translators.prompts import FORMATS, build_prompt
-from kbqa.translators.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.store import Store
 
 
 class ModelTranslator(Translator):
@@ -71,7 +75,7 @@ class ModelTranslator(Translator):
         self.backend.close()
 
 
-def make_model_translator(settings: ModelSettings, store_dir: str | Path | None) -> Translator:
+def make_model_translator(settings: TranslatorSettings, store_dir: str | Path | None) -> Translator:
     """A model translator over the backend `settings.backend` names (`kbqa.backends.BACKENDS`), with the few-shot
     examples of the store's case bank when it has one."""
     from kbqa.backends import BACKENDS
@@ -82,3 +86,9 @@ def make_model_translator(settings: ModelSettings, store_dir: str | Path | None)
     bank = CaseBank.load(folder) if folder is not None and CaseBank.exists(folder) else None
     return ModelTranslator(backend, bank=bank, few_shot_k=settings.few_shot_k, max_tokens=settings.max_tokens,
                            temperature=settings.temperature)
+
+
+def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
+         memory: LabelMemory | None = None) -> Translator:
+    """The `model` entry of `kbqa.translators.TRANSLATORS`: a model translator over `settings.backend`."""
+    return make_model_translator(settings, store_dir)

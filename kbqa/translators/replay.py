@@ -18,7 +18,7 @@ from kbqa.translators.base import TranslateError, TranslationResult, Translator
 if TYPE_CHECKING:
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.store import Store
-    from kbqa.translators.settings import ModelSettings
+    from kbqa.settings import TranslatorSettings
 
 
 class ReplayTranslator(Translator):
@@ -75,7 +75,7 @@ def write_replay_line(f: TextIO, qid: str, question: str, result: TranslationRes
                        ensure_ascii=False) + "\n")
 
 
-def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
          memory: LabelMemory | None = None) -> ReplayTranslator:
     """The `replay` entry of `kbqa.translators.TRANSLATORS` (it needs no store)."""
     if settings.replay_path is None:

@@ -256,7 +256,7 @@ ENV_CASES = [  # (variable, value, argv with {store}, words)
     ("KBQA_TIMEOUT_S", "nan", ["ask", "who is s1", "--store", "{store}"], "finite number"),
     ("KBQA_EXPLORE_BUDGET_S", "-1", ["eval", "bestiary", "--store", "{store}"], "greater than 0"),
     ("KBQA_GROUNDING_THRESHOLD", "nan", ["ground", "s1", "--store", "{store}"], "finite number"),
-    ("KBQA_ENDPOINT_RATE", "nan", ["ask", "who is s1", "--store", "{store}", "--backend", "replay",
+    ("KBQA_ENDPOINT_RATE", "nan", ["ask", "who is s1", "--store", "{store}", "--translator", "replay",
                                    "--endpoint", "http://127.0.0.1:9/sparql"], "finite number"),
 ]
 

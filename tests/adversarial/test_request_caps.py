@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 from server_harness import LiveServer
 
-from kbqa.config import RequestCaps, Settings
 from kbqa.pipeline import Engine
 from kbqa.server import ServerSettings, create_app
+from kbqa.settings import FrontendSettings, RequestCaps
 from kbqa.translators.base import TranslationResult, Translator
 
 GUESSED = (Path(__file__).parent.parent / "fixtures" / "desq" / "atlantis_guessed.desq").read_text(encoding="utf-8")
@@ -61,7 +61,7 @@ def test_a_text_at_the_cap_is_translated() -> None:
 def test_the_caps_come_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("KBQA_MAX_LEAVES", "7")
     monkeypatch.setenv("KBQA_MAX_SUBQUESTIONS", "2")
-    assert Settings().caps() == RequestCaps(7, 2, 200)
+    assert FrontendSettings().caps() == RequestCaps(7, 2, 200)
     with Engine(None, translator=CountingTranslator()) as engine:
         assert engine.caps == RequestCaps(7, 2, 200)
 
