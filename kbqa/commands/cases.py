@@ -32,8 +32,8 @@ def _lines(path: Path | None) -> list[str]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparser(subparsers, "cases", "build, search or describe the case bank (the default translator's memory)",
-                  EXAMPLE)
+    p = subparser(subparsers, "cases", "build, search or describe the case bank (the cases translator's memory, "
+                  "the model translator's few-shot examples)", EXAMPLE)
     sub = p.add_subparsers(dest="cases_verb", metavar="ACTION")
     b = sub.add_parser("build", help="build <store>/current/cases from training questions with gold SPARQL")
     add_store_flag(b)

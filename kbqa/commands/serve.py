@@ -20,7 +20,7 @@ from kbqa.commands.common import (
 EXAMPLE = """kbqa serve --store .kbqa/stores/wikidata-mini --port 8000
   then: open http://127.0.0.1:8000/  or
   curl -s localhost:8000/v1/ask -H 'content-type: application/json' -d '{"question": "where was sasha vujačić born"}'
-  kbqa serve --backend replay --replay outputs.jsonl      answer from recorded model outputs
+  kbqa serve --translator replay --replay outputs.jsonl   answer from recorded model outputs
   kbqa serve --store kb/ --endpoint http://localhost:7001/sparql   queries (and /sparql) go to that endpoint"""
 
 

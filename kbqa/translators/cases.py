@@ -1,4 +1,4 @@
-"""The `cases` translator (the default): case-based reasoning with no language model, in milliseconds.
+"""The `cases` translator (`--translator cases`): case-based reasoning with no language model, in milliseconds.
 
 For a question: find entity mentions (lexical index + learned prior), mask the likely mention with
 a neutral word, retrieve the nearest solved cases, vote on their structure, re-fill the best
@@ -286,5 +286,5 @@ def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: S
     """The `cases` entry of `kbqa.translators.TRANSLATORS`."""
     if store_dir is None:
         raise TranslateError("the cases translator needs a store (its case bank): give --store DIR (from an "
-                             "endpoint: `kbqa ingest --endpoint URL --store DIR`), or choose another --backend")
+                             "endpoint: `kbqa ingest --endpoint URL --store DIR`), or choose another --translator")
     return CasesTranslator(store_dir, store=store, memory=memory, k=settings.cases_k, kb_check=settings.cases_kb_check)

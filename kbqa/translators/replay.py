@@ -79,5 +79,5 @@ def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: S
          memory: LabelMemory | None = None) -> ReplayTranslator:
     """The `replay` entry of `kbqa.translators.TRANSLATORS` (it needs no store)."""
     if settings.replay_path is None:
-        raise TranslateError("the replay backend needs a file: --replay FILE (or KBQA_REPLAY_PATH)", stage="usage")
+        raise TranslateError("the replay translator needs a file: --replay FILE (or KBQA_REPLAY_PATH)", stage="usage")
     return ReplayTranslator(settings.replay_path)
