@@ -268,12 +268,13 @@ def _query_child(store: str, queries: list[tuple[str, str]], exact_queries: int 
         res = g.search(q, query_vector=v, k=10)
         hyb.append(time.perf_counter() - t0)
         hits += gold in [c.id for c in res.candidates]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the exhaustive scans below
     recall = _vector_recall(g, queries[:exact_queries]) if exact_queries else None
     g.close()
     return {"index_load_s": round(load_s, 2), "encode": pct(enc), "lexical": pct(lexs), "vector": pct(vecs_t),
             "hybrid_excl_encode": pct(hyb), "hybrid_top10_recall": round(hits / max(len(queries), 1), 4),
             "vector_top10_vs_exhaustive": recall,
-            "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "query_peak_rss_mb": round(peak, 1)}
 
 
 def _in_fresh_process(fn_name: str, *args):  # noqa: ANN002, ANN202 - a function of this module, its result
@@ -308,27 +309,36 @@ def speed(args: argparse.Namespace) -> dict:
     real = real_rows()
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="gbench-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    mem = LabelMemory(tmp / "labels.sqlite")
-    gen = mem.begin_generation()
+    saved_build = tmp / "build.json"
+    reuse = args.reuse_index and saved_build.is_file()
+    mem = None if reuse else LabelMemory(tmp / "labels.sqlite")
+    gen = mem.begin_generation() if mem else 0
     t0 = time.perf_counter()
     labels: list[str] = []  # every label, for the rapidfuzz baseline (row i: real[i] or the synthetic S{i})
     chunk: dict[str, dict] = {}
-    for r in generated_rows(real, args.rows, rng):
+    for r in generated_rows(real, args.rows, rng):  # also when reused: the queries come from the same generator
         labels.append(r[2])
-        chunk[WD + r[0]] = {"label": r[2], "description": r[3], "kind": r[1]}
-        if len(chunk) >= 50_000:
+        if mem:
+            chunk[WD + r[0]] = {"label": r[2], "description": r[3], "kind": r[1]}
+            if len(chunk) >= 50_000:
+                mem.merge_texts(chunk, gen)
+                chunk = {}
+    if mem:
+        if chunk:
             mem.merge_texts(chunk, gen)
-            chunk = {}
-    if chunk:
-        mem.merge_texts(chunk, gen)
-    mem.commit()
-    mem.close()
+        mem.commit()
+        mem.close()
     (tmp / "manifest.json").write_text(json.dumps({"profile": "wikidata"}), encoding="utf-8")
     n_real = min(len(real), args.rows)
     fig: dict = {"rows": len(labels), "real_labels": n_real, "vector_store": args.vector_store or "hnsw",
                  "memory_write_s": round(time.perf_counter() - t0, 1)}
     print(f"memory: {len(labels)} rows ({n_real} real) in {fig['memory_write_s']} s", flush=True)
-    built = _in_fresh_process("_build_child", str(tmp), args.vector_store, args.batch_size)
+    if reuse:
+        built = json.loads(saved_build.read_text(encoding="utf-8"))
+        print("index: reused from an earlier run (its build figures)", flush=True)
+    else:
+        built = _in_fresh_process("_build_child", str(tmp), args.vector_store, args.batch_size)
+        saved_build.write_text(json.dumps(built), encoding="utf-8")
     fig.update({"embedder": built["model"], "vectors": built["vectors"], "build_s": round(built["seconds"], 1),
                 "build_rows_per_s": round(built["rows_per_s"], 1), "build_peak_rss_mb": round(built["peak_rss_mb"], 1),
                 "index_disk_mb": round(sum(p.stat().st_size for p in (tmp / "index").rglob("*") if p.is_file()) / 2**20, 1)})
@@ -376,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--queries", type=int, default=300)
     s.add_argument("--query-pool", type=int, default=20_000, help="queries are drawn from the first N real labels")
     s.add_argument("--rapidfuzz-queries", type=int, default=50, help="queries timed with rapidfuzz (slow)")
+    s.add_argument("--reuse-index", action="store_true", help="with --workdir: query the memory and index an "
+                   "earlier run with the same --rows left there (its build figures are reported)")
     s.add_argument("--exact-queries", type=int, default=30, help="queries whose compact-store top 10 is compared "
                    "with an exhaustive scan (after the timed ones)")
     s.add_argument("--batch-size", type=int, default=None, help="texts per embedding batch (default: the embedder's)")

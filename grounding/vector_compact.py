@@ -113,14 +113,17 @@ class _Segment:
         # neighbouring lists are read together (one pread, one product)
         runs: list[list[int]] = []
         for li in probe:
-            if runs and runs[-1][1] == int(self.lists[li]):
-                runs[-1][1] = int(self.lists[li + 1])
+            a, b = int(self.lists[li]), int(self.lists[li + 1])
+            if runs and runs[-1][1] == a and b - runs[-1][0] <= CHUNK:
+                runs[-1][1] = b
             else:
-                runs.append([int(self.lists[li]), int(self.lists[li + 1])])
+                runs.append([a, b])
         for a, b in runs:
-            if b > a:
-                sims.append((self._read(a, b).astype(np.float32) @ q) * self.scales[a:b])
-                rowids.append(np.asarray(self.rowids[a:b]))
+            for lo in range(a, b, CHUNK):  # a long list (a tail, an exhaustive scan) in pieces: bounded memory
+                hi = min(lo + CHUNK, b)
+                # einsum on the int8 codes: no float copy, and no BLAS threads (they only wait on a busy machine)
+                sims.append(np.einsum("ij,j->i", self._read(lo, hi), q) * self.scales[lo:hi])
+                rowids.append(np.asarray(self.rowids[lo:hi]))
         if not rowids:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         r, s = np.concatenate(rowids), np.concatenate(sims)
