@@ -1,23 +1,14 @@
 """Translators: question -> front-end text (`kbqa.translators.base.Translator`). `TRANSLATORS` is the one list.
 
-A factory is `make(settings, store_dir, *, store, memory) -> Translator`: the engine hands over its own
-query worker and label memory so that a process opens each once. Adding a translator is one module plus
-one `TRANSLATORS.add` line here. The `model` translator (prompts with few-shot cases, a GBNF grammar, repair turns)
+A factory is `make(settings, store_dir, *, store, memory) -> Translator` (settings: `kbqa.settings.TranslatorSettings`):
+the engine (`Engine.translator`) hands over its own query worker and label memory so that a process opens each
+once. Adding a translator is one module plus one `TRANSLATORS.add` line here. The `model` translator (prompts with few-shot cases, a GBNF grammar, repair turns)
 runs over a model backend (`kbqa.backends.BACKENDS`: `--backend` / KBQA_BACKEND names which).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from kbqa.registry import Registry
-
-if TYPE_CHECKING:
-    from kb_dumps.label_memory import LabelMemory
-    from kb_dumps.store import Store
-    from kbqa.settings import TranslatorSettings
-    from kbqa.translators.base import Translator
 
 TRANSLATORS = Registry("translator")
 TRANSLATORS.add("cases", "no model: the nearest solved questions of the store's case bank, slots re-filled",
@@ -26,6 +17,9 @@ TRANSLATORS.add("explore", "no model: query graphs proposed by the knowledge gra
                 "and ranked (works on any RDF graph, no solved case needed)", "kbqa.translators.explore:make")
 TRANSLATORS.add("model", "a model writes the front-end text (--backend: llama-cpp, openai, hf), with few-shot cases, "
                 "a GBNF grammar and repair turns", "kbqa.translators.model:make")
+TRANSLATORS.add("structure", "no model: the query skeleton and slots learned from the Wikidata train sets (for "
+                "questions whose facts the store lacks; query-level Wikidata benchmarks)",
+                "kbqa.translators.structure.translator:make")
 TRANSLATORS.add("replay", "recorded model outputs from a JSONL file (id, output), for offline evaluation",
                 "kbqa.translators.replay:make")
 
@@ -36,9 +30,3 @@ def translator_names() -> tuple[str, ...]:
     from kbqa.backends import BACKENDS
 
     return TRANSLATORS.names() + tuple(n for n in BACKENDS.names() if n not in TRANSLATORS)
-
-
-def make_translator(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
-                    memory: LabelMemory | None = None) -> Translator:
-    """The translator `settings.translator` names, over the store at `store_dir` (sharing `store` and `memory`)."""
-    return TRANSLATORS.get(settings.translator).make(settings, store_dir, store=store, memory=memory)

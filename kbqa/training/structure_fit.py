@@ -1,0 +1,174 @@
+"""Fit the `structure` translator's models on the Wikidata train sets and write them as one gzipped JSON file.
+
+  python -m kbqa.training.structure_fit                                  the shipped model (every train set)
+  python -m kbqa.training.structure_fit --exclude-sets qald7-train,qald9plus-train --out /tmp/m.json.gz
+  python -m kbqa.training.structure_fit --kfold 1,2,4                    choose C by 3-fold on the train questions
+
+What is fitted (all on train data; dev sets are never read):
+1. the skeleton chooser (kbqa/training/structure_skeleton_fit.py);
+2. the bank: every train question with its entity names masked (gold entities' labels from the store's label
+   memory), its skeleton and slot values: the nearest-question votes of the property scorer read it;
+3. the property scorer: logistic regression over (question, property, skeleton slot) candidates of PROPERTY_SAMPLE
+   train questions, their features computed with the question itself left out of the bank (its neighbours exclude
+   it, its own count is taken out of the slot prior), labelled by the gold property.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.skeleton import Skeleton
+from grounding.embedder import get_embedder
+from grounding.text import normalize
+from kbqa.training.structure_data import TRAIN_SETS, Example, load_examples
+from kbqa.training.structure_skeleton_fit import fit_skeleton_model, kfold_accuracy
+from kbqa.translators.structure.answer import MODEL_PATH, PROPERTIES_PATH
+from kbqa.translators.structure.slots import FEATURES, Bank, PropertyNames, property_features
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STORE = ROOT / ".kbqa" / "stores" / "wikidata-mini"
+PROPERTY_SAMPLE = 3000
+NEUTRAL = "something"
+WD = "http://www.wikidata.org/entity/"
+
+
+def masked_question(question: str, labels: list[str]) -> str:
+    """The question with each gold entity's label (found case- and accent-insensitively) replaced by NEUTRAL."""
+    out = question
+    for label in sorted({x for x in labels if x}, key=len, reverse=True):
+        idx = normalize_index(out, label)
+        if idx is not None:
+            out = out[:idx[0]] + NEUTRAL + out[idx[1]:]
+    return out
+
+
+def normalize_index(text: str, label: str) -> tuple[int, int] | None:
+    low, lab = text.lower(), label.lower()
+    i = low.find(lab)
+    if i >= 0:
+        return i, i + len(lab)
+    # accents and punctuation differ: compare normalised word sequences
+    target = normalize(label)
+    if not target:
+        return None
+    import re
+
+    toks = [(m.start(), m.end(), normalize(m.group(0))) for m in re.finditer(r"\S+", text)]
+    n = len(target.split())
+    for a in range(len(toks)):
+        for b in range(a + 1, min(len(toks), a + n + 2) + 1):
+            if " ".join(t[2] for t in toks[a:b]).strip() == target:
+                return toks[a][0], toks[b - 1][1]
+    return None
+
+
+def bank_rows(examples: list[Example], store_dir: Path) -> list[dict[str, Any]]:
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.layout import StoreLayout
+
+    memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+    try:
+        iris = {WD + s.value[3:] for e in examples for s in e.skeleton.slots if s.kind == "entity"}
+        labels = {r.id: r.label for r in memory.get_many(iris).values()}
+    finally:
+        memory.close()
+    rows = []
+    for e in examples:
+        ents = [labels.get(WD + s.value[3:], "") for s in e.skeleton.slots if s.kind == "entity"]
+        rows.append({"id": e.id, "masked": masked_question(e.question, ents), "skeleton": e.skeleton.text,
+                     "slots": slot_values(e.skeleton)})
+    return rows
+
+
+def slot_values(sk: Skeleton) -> dict[str, str]:
+    return {s.name: s.value for s in sk.slots if s.kind != "entity"}
+
+
+def fit_property_scorer(bank: Bank, examples: list[Example], names: PropertyNames, embedder: Any,
+                        sample: int = PROPERTY_SAMPLE) -> dict[str, Any]:
+    """Logistic regression over candidate features (gold property = 1), each question left out of its own bank."""
+    from sklearn.linear_model import LogisticRegression
+
+    step = max(1, len(examples) // sample)
+    xs, ys = [], []
+    hit1 = n = 0
+    for i in range(0, len(examples), step):
+        row = bank.rows[i]
+        vec = bank.vectors[i]
+        neighbours = bank.nearest(vec, exclude={i})
+        for slot, gold in row["slots"].items():
+            if not slot.startswith("R"):
+                continue
+            feats = property_features(row["skeleton"], slot, examples[i].question, vec, bank, names, neighbours,
+                                      leave_out=row)
+            n += 1
+            for pid, f in feats.items():
+                xs.append([f[k] for k in FEATURES])
+                ys.append(int(pid == gold))
+            hit1 += gold in feats
+    x, y = np.array(xs), np.array(ys)
+    clf = LogisticRegression(C=1.0, max_iter=500, class_weight=None)
+    clf.fit(x, y)
+    weights = {k: round(float(w), 4) for k, w in zip(FEATURES, clf.coef_[0], strict=True)}
+    return {"weights": weights, "bias": round(float(clf.intercept_[0]), 4), "slots": n,
+            "gold_among_candidates": round(hit1 / max(n, 1), 4), "candidates": len(ys)}
+
+
+def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[str] | None = None,
+            exclude_questions: set[str] | None = None, log: Any = None) -> dict[str, Any]:
+    """Every model of the structure translator, as the JSON-ready dict `StructureModel` reads."""
+    t0 = time.perf_counter()
+    embedder = get_embedder(None)
+    examples = load_examples(exclude_sets, exclude_ids, exclude_questions)
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    say(f"{len(examples)} train examples ({time.perf_counter() - t0:.0f} s)")
+    skel = fit_skeleton_model(examples, c, embedder)
+    say(f"skeleton chooser: {len(skel['classes'])} skeletons, {len(skel['words'])} word features "
+        f"({time.perf_counter() - t0:.0f} s)")
+    rows = bank_rows(examples, store_dir)
+    bank = Bank(rows, embedder)
+    with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
+        names = PropertyNames(json.load(f), embedder)
+    scorer = fit_property_scorer(bank, examples, names, embedder)
+    say(f"property scorer: {scorer} ({time.perf_counter() - t0:.0f} s)")
+    return {"format": "structure-model/1", "sets": sorted(set(TRAIN_SETS) - exclude_sets),
+            "excluded_sets": sorted(exclude_sets), "n_examples": len(examples), "c": c,
+            "skeleton": skel, "bank": rows, "property_scorer": scorer}
+
+
+def write(model: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump(model, f, ensure_ascii=False, separators=(",", ":"))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=MODEL_PATH)
+    p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="store whose label memory names the entities")
+    p.add_argument("--exclude-sets", default="", help=f"comma-separated, of {', '.join(TRAIN_SETS)}")
+    p.add_argument("--c", type=float, default=2.0, help="inverse regularisation of the skeleton chooser")
+    p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
+    args = p.parse_args()
+    exclude = {s for s in args.exclude_sets.split(",") if s}
+    if args.kfold:
+        examples = load_examples(exclude)
+        for c in [float(x) for x in args.kfold.split(",")]:
+            print(f"C={c}: 3-fold skeleton accuracy {kfold_accuracy(examples, c):.4f}", flush=True)
+        return 0
+    model = fit_all(exclude, args.store, args.c)
+    write(model, args.out)
+    print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""Slot filling for a chosen skeleton: entities from question spans, properties from a fitted scorer, literals.
+
+- entity slots `E1…`: the question's entity mentions (the store's label memory through `MentionDetector`), the
+  best non-overlapping ones, in question order; each keeps its top candidates;
+- property slots `R1…`: candidates from the nearest solved questions of the bank (the same skeleton's same slot,
+  then any slot), from the property's label and aliases matched against the question's words, and the slot's prior;
+  scored by the fitted linear scorer (`PropertyScorer`, weights in the model file); each keeps its top alternatives;
+- literal slots: a value the bank writes in nearly every question of the skeleton (`LIMIT 25`, `'en'`) is kept, else
+  the question's own number, year, letter, quoted string or word, by the slot's type and its skeleton.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbqa.translators.structure.features import content_words, words
+
+KNN = 40
+CANDIDATES = 12
+FEATURES = ("knn_slot", "knn_any", "lex", "prior", "emb")
+
+
+def stem(w: str) -> str:
+    return w[:5]
+
+
+@dataclass
+class SlotFill:
+    """One slot's value and its alternatives (value, score), best first, and where it came from."""
+
+    name: str
+    value: str | None
+    alternatives: list[tuple[str, float]] = field(default_factory=list)
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"slot": self.name, "value": self.value, "source": self.source,
+                "alternatives": [[v, round(s, 3)] for v, s in self.alternatives[:5]]}
+
+
+class PropertyNames:
+    """Property labels and aliases (properties.json.gz), their stemmed content words and label embeddings."""
+
+    def __init__(self, props: dict[str, dict[str, Any]], embedder: Any):
+        self.props = props
+        self.ids = list(props)
+        self.words: dict[str, list[set[str]]] = {}
+        by_stem: dict[str, set[str]] = defaultdict(set)
+        for pid, p in props.items():
+            names = [p.get("label") or ""] + list(p.get("aliases") or [])
+            sets = [{stem(w) for w in content_words(n)} for n in names if n]
+            self.words[pid] = [s for s in sets if s]
+            for s in self.words[pid]:
+                for w in s:
+                    by_stem[w].add(pid)
+        self.by_stem = dict(by_stem)
+        self.embedder = embedder
+        self._vectors: np.ndarray | None = None
+
+    def lexical(self, question_stems: set[str]) -> dict[str, float]:
+        """pid -> the best share of one of its names' content words found in the question."""
+        out: dict[str, float] = {}
+        for w in question_stems:
+            for pid in self.by_stem.get(w, ()):
+                if pid in out:
+                    continue
+                out[pid] = max(len(s & question_stems) / len(s) for s in self.words[pid])
+        return out
+
+
+class Bank:
+    """The solved questions the models were fitted on: masked text, skeleton and slot values, embedded once."""
+
+    def __init__(self, rows: list[dict[str, Any]], embedder: Any):
+        self.rows = rows
+        self.vectors = embedder.encode([r["masked"] for r in rows]) if rows else np.zeros((0, embedder.dim))
+        self.slot_prior: dict[tuple[str, str], Counter] = defaultdict(Counter)
+        self.literal_values: dict[tuple[str, str], Counter] = defaultdict(Counter)
+        for r in rows:
+            for name, value in r["slots"].items():
+                if name.startswith("R"):
+                    self.slot_prior[(r["skeleton"], name)][value] += 1
+                elif not name.startswith("E"):
+                    self.literal_values[(r["skeleton"], name)][value] += 1
+
+    def nearest(self, vector: np.ndarray, k: int = KNN, exclude: set[int] | None = None) -> list[tuple[int, float]]:
+        if not len(self.rows):
+            return []
+        sims = self.vectors @ vector
+        order = np.argsort(-sims)[:k + len(exclude or ())]
+        return [(int(i), float(sims[i])) for i in order if not exclude or int(i) not in exclude][:k]
+
+
+def property_features(skeleton: str, slot: str, question: str, masked_vector: np.ndarray, bank: Bank,
+                      names: PropertyNames, neighbours: list[tuple[int, float]],
+                      leave_out: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
+    """Candidate pid -> feature values for one property slot (`leave_out`: the bank row of the question itself,
+    whose own counts are taken out when features of a training question are computed)."""
+    slot_votes: Counter = Counter()
+    any_votes: Counter = Counter()
+    total = 0.0
+    for i, sim in neighbours:
+        row = bank.rows[i]
+        w = max(sim, 0.0) ** 4
+        total += w
+        for name, value in row["slots"].items():
+            if not name.startswith("R"):
+                continue
+            any_votes[value] += w
+            if row["skeleton"] == skeleton and name == slot:
+                slot_votes[value] += w
+    total = total or 1.0
+    prior = Counter(bank.slot_prior.get((skeleton, slot), Counter()))
+    if leave_out and leave_out["skeleton"] == skeleton and slot in leave_out["slots"]:
+        prior[leave_out["slots"][slot]] -= 1
+    n_prior = sum(prior.values()) or 1
+    q_stems = {stem(w) for w in content_words(question)}
+    lex = names.lexical(q_stems)
+    cands = set(slot_votes) | {p for p, _ in any_votes.most_common(CANDIDATES)} | \
+        {p for p, _ in prior.most_common(CANDIDATES) if prior[p] > 0} | \
+        {p for p, _ in sorted(lex.items(), key=lambda kv: -kv[1])[:CANDIDATES * 2]}
+    out = {}
+    for pid in cands:
+        if pid not in names.props:
+            continue
+        out[pid] = {"knn_slot": slot_votes[pid] / total, "knn_any": any_votes[pid] / total, "lex": lex.get(pid, 0.0),
+                    "prior": float(np.log((max(prior[pid], 0) + 0.1) / n_prior)), "emb": 0.0}
+    return out
+
+
+class PropertyScorer:
+    """A linear score over `FEATURES` (weights fitted by kbqa/training/structure_fit.py)."""
+
+    def __init__(self, weights: dict[str, float], bias: float = 0.0):
+        self.w = np.array([weights.get(f, 0.0) for f in FEATURES])
+        self.bias = bias
+
+    def rank(self, feats: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
+        if not feats:
+            return []
+        pids = list(feats)
+        x = np.array([[feats[p][f] for f in FEATURES] for p in pids])
+        z = x @ self.w + self.bias
+        s = 1.0 / (1.0 + np.exp(-z))
+        order = np.argsort(-s)
+        return [(pids[i], float(s[i])) for i in order]
+
+
+# ---- literals -------------------------------------------------------------------------------------
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_QUOTED = re.compile(r"[\"“‘']([^\"”’']{1,60})[\"”’']")
+_LETTER = re.compile(r"\b(?:letter|with(?: an?)?)\s+['\"]?([A-Za-z0-9])['\"]?(?:\W|$)", re.I)
+_WORD_AFTER = re.compile(r"\b(?:word|contains?|containing|has|with)\s+['\"“]?([\w-]+)['\"”]?", re.I)
+
+
+def literal_value(skeleton: str, slot: str, question: str, bank: Bank, lit_type: str) -> SlotFill:
+    """A literal slot's value: the bank's constant for this skeleton slot, else read from the question."""
+    seen = bank.literal_values.get((skeleton, slot), Counter())
+    total = sum(seen.values())
+    if total >= 5:
+        value, n = seen.most_common(1)[0]
+        if n / total >= 0.8:
+            return SlotFill(slot, value, [(value, n / total)], "constant of the skeleton")
+    context = skeleton.split(slot)[0][-40:]
+    if lit_type == "LANG":
+        return SlotFill(slot, "en", [("en", 1.0)], "language")
+    if "YEAR" in context or lit_type == "DATE":
+        years = _YEAR.findall(question)
+        if years:
+            return SlotFill(slot, years[-1], [(y, 1.0) for y in reversed(years)], "year in the question")
+    if "STRSTARTS" in context:
+        m = _LETTER.search(question)
+        if m:
+            return SlotFill(slot, m.group(1).lower(), [(m.group(1).lower(), 1.0)], "letter in the question")
+    if lit_type == "NUM":
+        nums = [n.replace(",", "") for n in _NUMBER.findall(question)]
+        if nums:
+            return SlotFill(slot, nums[-1], [(n, 1.0) for n in reversed(nums)], "number in the question")
+    quoted = _QUOTED.findall(question)
+    if quoted:
+        return SlotFill(slot, quoted[0], [(q, 1.0) for q in quoted], "quoted in the question")
+    m = _WORD_AFTER.search(question)
+    if m:
+        value = m.group(1).lower() if "LCASE" in context else m.group(1)
+        return SlotFill(slot, value, [(value, 0.5)], "word in the question")
+    ws = [w for w in words(question) if w]
+    if ws:
+        return SlotFill(slot, ws[-1], [(ws[-1], 0.2)], "last word of the question")
+    return SlotFill(slot, None, [], "none")
