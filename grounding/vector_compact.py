@@ -105,7 +105,11 @@ class _Segment:
         if nlist == 1:
             probe = [0]
         else:
-            near = np.argsort(-(self.centroids @ q))
+            sims = np.einsum("ij,j->i", self.centroids, q)
+            # the nearest lists until `scan_rows` vectors: a partial sort of the few hundred nearest is enough
+            few = min(nlist, max(4 * MIN_PROBE, 8 * scan_rows // LIST_ROWS))
+            near = np.argpartition(-sims, few - 1)[:few] if few < nlist else np.arange(nlist)
+            near = near[np.argsort(-sims[near], kind="stable")]
             sizes = np.diff(self.lists)[near]
             n = max(MIN_PROBE, int(np.searchsorted(np.cumsum(sizes), scan_rows)) + 1)
             probe = np.sort(near[:n]).tolist()  # file order: neighbouring lists read in one go

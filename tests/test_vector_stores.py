@@ -53,7 +53,7 @@ def hnsw_ranking(tmp_path_factory, embedder) -> list[list[str]]:
 
 
 def test_specs() -> None:
-    assert VECTOR_STORES.names() == ("hnsw", "milvus")
+    assert VECTOR_STORES.names() == ("hnsw", "compact", "milvus")
     assert parse_spec(None) == ("hnsw", "") and parse_spec("milvus:http://h:19530") == ("milvus", "http://h:19530")
     assert canonical_spec("milvus:rel/v.db") == f"milvus:{Path('rel/v.db').resolve()}"
     with pytest.raises(KBQAError, match="unknown vector store 'qdrant'"):
