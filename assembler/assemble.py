@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembler.answers import Answers, make_answers
-from assembler.candidates import (
+from assembler.assembly_records import AssemblyResult, Attempt, PlaceholderGrounding, ReportStep
+from assembler.combinations import (
     MemoryGrounder,
     add_candidates,
     combinations,
@@ -23,11 +24,10 @@ from assembler.candidates import (
 )
 from assembler.diagnose import diagnose_empty
 from assembler.plan import Query
-from assembler.report import AssemblyResult, Attempt, PlaceholderGrounding, Step
 from assembler.vocabulary import text_properties, vocabulary_candidates
 from assembler.writer import write_sparql
-from kb_dumps.errors import ErrorInfo, QueryError, StoreError, echo
 from kb_dumps.profiles import KBProfile, get_profile
+from kb_dumps.stage_errors import ErrorInfo, QueryError, StoreError, echo
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Assembler:
         missing = [g for g in out.grounding if not g.candidates]
         ground_errors = [ErrorInfo("ground", f"[{g.name}] ({g.kind} {echo(g.label)}) has no grounding: {g.reason}",
                                    ac=g.ac) for g in missing]
-        out.steps.append(Step("ground", not missing, time.perf_counter() - t0, _ground_detail(out.grounding, self.profile),
+        out.steps.append(ReportStep("ground", not missing, time.perf_counter() - t0, _ground_detail(out.grounding, self.profile),
                               ground_errors))
         if missing:
             return _fail(out, "ground", ground_errors)
@@ -108,7 +108,7 @@ class Assembler:
         if chosen is None and self.options.widen and run.executed and run.all_empty and not run.store_failed:
             t1 = time.perf_counter()
             widened = self.ground(plan, widen=True)
-            out.steps.append(Step("ground", True, time.perf_counter() - t1,
+            out.steps.append(ReportStep("ground", True, time.perf_counter() - t1,
                                   "widened after every combination was empty: " + _ground_detail(widened, self.profile)))
             out.grounding = widened
             chosen = run.search(widened)
@@ -144,7 +144,7 @@ class Assembler:
 
         out.diagnosis = diagnose_empty(plan, self.profile, first.mapping, ask)
         err = ErrorInfo("empty", out.diagnosis.message, ac=out.diagnosis.ac)
-        out.steps.append(Step("empty", False, time.perf_counter() - t0,
+        out.steps.append(ReportStep("empty", False, time.perf_counter() - t0,
                               f"{len(run.attempts_executed)} combinations returned no answer", [err]))
         out.status, out.failed_stage = "empty", "empty"
         out.errors = [err]
@@ -252,14 +252,14 @@ class _Run:
     def finish_steps(self) -> None:
         attempts = self.out.attempts
         write_errors = [e for e in self.errors if e.stage == "assemble"]
-        self.out.steps.append(Step("assemble", self.written > 0, self.write_s,
+        self.out.steps.append(ReportStep("assemble", self.written > 0, self.write_s,
                                    f"{self.written} of {len(attempts)} combinations written"
                                    + ("" if self.executing else " and parsed"), write_errors))
         if self.executing:
             counts = {o: sum(a.outcome == o for a in attempts) for o in ("answers", "empty", "timeout", "error")}
             detail = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
             exec_errors = [e for e in self.errors if e.stage in ("execute", "store")]
-            self.out.steps.append(Step("execute", counts["answers"] > 0 or counts["empty"] > 0, self.exec_s,
+            self.out.steps.append(ReportStep("execute", counts["answers"] > 0 or counts["empty"] > 0, self.exec_s,
                                        f"{len(attempts)} combinations run: {detail}", exec_errors))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from assembler.answers import Answers
 from grounding.candidates import Candidate, Correction
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.stage_errors import ErrorInfo
 
 # What `AssemblyResult.status` may be: answered, generated without executing, answered with nothing, failed.
 STATUSES = ("ok", "generated", "empty", "error")
@@ -18,7 +18,7 @@ def _error(d: dict) -> ErrorInfo:
 
 
 @dataclass
-class Step:
+class ReportStep:
     """One stage of the pipeline: whether it went well, how long it took, what it did, what went wrong."""
 
     stage: str
@@ -32,7 +32,7 @@ class Step:
                 "errors": [e.to_dict() for e in self.errors]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> Step:
+    def from_dict(cls, d: dict) -> ReportStep:
         return cls(d["stage"], d["ok"], d.get("seconds", 0.0), d.get("detail", ""),
                    [_error(e) for e in d.get("errors", [])])
 
@@ -116,7 +116,7 @@ class AssemblyResult:
     grounding: list[PlaceholderGrounding] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
-    steps: list[Step] = field(default_factory=list)
+    steps: list[ReportStep] = field(default_factory=list)
     errors: list[ErrorInfo] = field(default_factory=list)
     timed_out: bool = False  # at least one attempt ran past its time budget
 
@@ -136,5 +136,5 @@ class AssemblyResult:
                    grounding=[PlaceholderGrounding.from_dict(g) for g in d.get("grounding", [])],
                    attempts=[Attempt.from_dict(a) for a in d.get("attempts", [])],
                    diagnosis=Diagnosis.from_dict(d["diagnosis"]) if d.get("diagnosis") else None,
-                   steps=[Step.from_dict(s) for s in d.get("steps", [])],
+                   steps=[ReportStep.from_dict(s) for s in d.get("steps", [])],
                    errors=[_error(e) for e in d.get("errors", [])], timed_out=bool(d.get("timed_out")))

@@ -1,4 +1,4 @@
-"""Grounding candidates for every placeholder of a Plan, and their combinations enumerated best-first."""
+"""Grounding combinations: the candidates of every placeholder of a Plan, and their combinations best-first."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
+from assembler.assembly_records import PlaceholderGrounding
 from assembler.plan import Placeholder, Query, placeholders
-from assembler.report import PlaceholderGrounding
 from grounding.candidates import Candidate, Correction
 from grounding.ground import LABEL_AGREEMENT
 from grounding.text import best_similarity, normalize
-from kb_dumps.errors import KBQAError, echo
 from kb_dumps.profiles import KBProfile
+from kb_dumps.stage_errors import KBQAError, echo
 
 # Score floor inside a product, so that a candidate scored 0 (below threshold) still orders the others.
 _MIN_SCORE = 1e-4

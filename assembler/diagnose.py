@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from assembler.assembly_records import Diagnosis
 from assembler.plan import Group, Node, Query, SubQuery, Triple, Union, Values
-from assembler.report import Diagnosis
 from assembler.writer import write_sparql
-from kb_dumps.errors import KBQAError
 from kb_dumps.profiles import KBProfile
+from kb_dumps.stage_errors import KBQAError
 
 # Items that bind variables (an AC made only of FILTER / MINUS / BIND is a condition on earlier ones).
 _BINDING = (Triple, Values, Union, SubQuery, Group)

@@ -1,7 +1,6 @@
-"""Checks and escapes for text that enters a SPARQL query: IRIs, literals, names, built-in calls.
-
-Every string the writer emits passes through here, so that a label or literal full of SPARQL
-syntax can never change the structure of an assembled query.
+"""The SPARQL grammar facts the writer checks names and literals against: the built-in calls and their arities, the
+casts, variable names, language tags and the lexical forms of numeric literals. (Escaping is
+`kb_dumps.sparql_text`, the one SPARQL text module.)
 """
 
 from __future__ import annotations
@@ -28,31 +27,10 @@ BUILTINS = frozenset(BUILTIN_ARITY)
 # Casts written as `xsd:integer(?x)`.
 CASTS = frozenset({"integer", "decimal", "double", "float", "string", "boolean", "dateTime", "date"})
 
-_VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# Characters SPARQL forbids inside <…> (IRIREF): they would end the IRI or break the query.
-_BAD_IRI_RE = re.compile(r'[<>"{}|^`\\\x00-\x20\x7f]')
-_LANG_RE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
-_NUMERIC_FORMS = {
+VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NUMERIC_FORMS = {
     XSD + "integer": re.compile(r"[+-]?\d+"),
     XSD + "decimal": re.compile(r"[+-]?\d*\.\d+"),
     XSD + "double": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+"),
     XSD + "boolean": re.compile(r"true|false"),
 }
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-
-
-def escape_string(value: str) -> str:
-    """A SPARQL string literal (with quotes) whose content is exactly `value`."""
-    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
-
-
-def iri_problem(iri: str) -> str | None:
-    """Why `iri` cannot be written as `<iri>`, or None when it can."""
-    if not isinstance(iri, str) or not iri:
-        return "empty IRI"
-    if _BAD_IRI_RE.search(iri):
-        return f"IRI {iri[:80]!r} contains a character not allowed in an IRI (<>\"{{}}|^`\\ or whitespace)"
-    if not _SCHEME_RE.match(iri):
-        return f"IRI {iri[:80]!r} is not absolute (it needs a scheme such as http:)"
-    return None

@@ -44,18 +44,10 @@ from assembler.plan import (
     Values,
     Var,
 )
-from assembler.sparql_text import (  # noqa: F401 - re-exported for callers of the writer
-    _LANG_RE,
-    _NUMERIC_FORMS,
-    _VAR_RE,
-    BUILTIN_ARITY,
-    BUILTINS,
-    CASTS,
-    escape_string,
-    iri_problem,
-)
-from kb_dumps.errors import ErrorInfo, QueryError
+from assembler.sparql_builtins import BUILTIN_ARITY, BUILTINS, CASTS, NUMERIC_FORMS, VAR_NAME
 from kb_dumps.profiles import XSD, KBProfile, get_profile
+from kb_dumps.sparql_text import LANG_TAG, escape_string, iri_problem
+from kb_dumps.stage_errors import ErrorInfo, QueryError
 
 
 class _WriteError(Exception):
@@ -136,7 +128,7 @@ class SparqlWriter:
         return compact
 
     def var(self, name: str, node: Node | None = None) -> str:
-        if not isinstance(name, str) or not _VAR_RE.fullmatch(name):
+        if not isinstance(name, str) or not VAR_NAME.fullmatch(name):
             self.fail(node, f"invalid variable name {str(name)[:40]!r}")
         if not self.rename_vars:
             return "?" + name
@@ -247,11 +239,11 @@ def _literal(w: SparqlWriter, n: Literal) -> str:
         except UnicodeEncodeError:
             w.fail(n, f"literal {n.value[:40]!r} is not valid Unicode text (a lone surrogate); fix the text")
     if n.lang:
-        if not _LANG_RE.fullmatch(n.lang):
+        if not LANG_TAG.fullmatch(n.lang):
             w.fail(n, f"invalid language tag {n.lang[:20]!r}")
         return escape_string(n.value) + "@" + n.lang
     if n.datatype:
-        form = _NUMERIC_FORMS.get(n.datatype)
+        form = NUMERIC_FORMS.get(n.datatype)
         if form is not None and form.fullmatch(n.value):
             return n.value  # the bare form is both shorter and what people write
         return escape_string(n.value) + "^^" + w.iri(n.datatype, n)

@@ -34,7 +34,7 @@ from eval.answer_metrics import score_question
 from eval.loaders import load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.query_metrics import normalise_query, score_query
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.base import TranslationResult, Translator
 from kbqa.translators.casebank import CaseBank, bank_dir, question_key
 

@@ -82,10 +82,10 @@ def gold_workload(store: Path, per_set: int) -> tuple[list[str], dict[str, int]]
     """The gold queries of the bundled Wikidata benchmarks that run on `store` (see the module docstring), and how
     many of each set were kept."""
     from eval.loaders import load_benchmark
-    from kb_dumps.errors import QueryError
     from kb_dumps.profiles import get_profile
+    from kb_dumps.sparql_text import with_prefixes
+    from kb_dumps.stage_errors import QueryError
     from kb_dumps.store import LocalStore
-    from kbqa.commands.sparql import with_prefixes
 
     prefixes = get_profile("wikidata").prefixes
     queries: list[str] = []

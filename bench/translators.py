@@ -29,9 +29,9 @@ from eval.loaders_sparql import prepare_gold_sparql
 from eval.query_metrics import score_query
 from eval.records import Record
 from grounding.build import read_meta
-from kb_dumps.errors import KBQAError
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
+from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import parse_desq
 from kbqa.translators.casebank import CaseBank
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank

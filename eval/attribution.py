@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_dumps.errors import PIPELINE_ORDER, Stage
 from kb_dumps.profiles import get_profile
+from kb_dumps.stage_errors import PIPELINE_ORDER, Stage
 
 # Pipeline order (DESIGN "Assembly, checking, execution"); then `internal`, a bug of ours charged to no stage of
 # the model's (it ranks after them: a question's first failure of the pipeline proper is charged first);

@@ -11,7 +11,7 @@ from typing import Any
 
 from eval.loaders_formats import READERS, fail
 from eval.records import Record
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 FORMATS = tuple(READERS)  # the names `--dataset-format` accepts
 BENCHMARK_DIR = Path(__file__).resolve().parent / "benchmarks"

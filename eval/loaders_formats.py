@@ -8,8 +8,8 @@ from typing import Any
 
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.records import Record, Term, clean_term, literal, rows_from_bindings, uri
-from kb_dumps.errors import KBQAError
 from kb_dumps.profiles import FREEBASE_NS, WIKIDATA_PREFIXES, detect_profile
+from kb_dumps.stage_errors import KBQAError
 
 WD = WIKIDATA_PREFIXES["wd"]
 WDT = WIKIDATA_PREFIXES["wdt"]

@@ -17,8 +17,8 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from scipy.optimize import linear_sum_assignment
 
 from eval.loaders_sparql import UnusableQuery, add_missing_prefixes, rewrite_label_service, standard_prefixes
-from kb_dumps.errors import ErrorInfo
 from kb_dumps.profiles import WIKIDATA_PREFIXES, get_profile
+from kb_dumps.stage_errors import ErrorInfo
 
 # Algebra nodes whose children may be reordered without changing the query's meaning.
 _COMMUTATIVE = {"Join", "Union"}

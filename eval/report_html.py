@@ -8,7 +8,7 @@ import io
 from typing import Any
 
 from eval.attribution import STAGE_ORDER
-from eval.report import Summary, _kind_cell, failure_rows, summary_rows
+from eval.summary import Summary, failure_rows, kind_cell, summary_rows
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -141,7 +141,7 @@ def html_report(summaries: list[Summary], results: list[dict[str, Any]] | None =
         kinds = sorted({k for s in g for k in (s.grounding or {})["by_kind"]})
         parts += ["<h2>Grounding accuracy by kind</h2>",
                   _table(["system", *kinds, "overall"],
-                         [[s.system, *(_kind_cell(s, k) for k in kinds), _kind_cell(s, None)] for s in g])]
+                         [[s.system, *(kind_cell(s, k) for k in kinds), kind_cell(s, None)] for s in g])]
     parts.append("<h2>Plots</h2><div>")
     parts += [f'<img alt="plot" src="{p}">' for p in plots]
     parts.append("</div>")

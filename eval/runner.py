@@ -18,10 +18,12 @@ from eval.attribution import attribute, wrong_placeholders
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.query_metrics import per_placeholder, score_query
 from eval.records import Record
-from eval.report import Summary, summarise, write_reports
-from kb_dumps.errors import EXIT_USAGE, ErrorInfo, KBQAError
+from eval.report import write_reports
+from eval.summary import Summary, summarise
 from kb_dumps.profiles import get_profile
-from kb_dumps.store import QueryResult, check_query_text
+from kb_dumps.stage_errors import EXIT_USAGE, ErrorInfo, KBQAError
+from kb_dumps.store import check_query_text
+from kb_dumps.store_types import QueryResult
 
 RESULTS_SCHEMA = "kbqa-eval-results/1"
 MANIFEST_SCHEMA = "kbqa-eval-manifest/1"

@@ -36,16 +36,10 @@ from kb_dumps.endpoint_settings import (
     detect_dialect,
     kbqa_version,
 )
-from kb_dumps.errors import EndpointError, QueryError, StoreError
+from kb_dumps.sparql_check import check_query
 from kb_dumps.sparql_text import shape, with_row_cap
-from kb_dumps.store import (
-    DEFAULT_ROW_CAP,
-    DEFAULT_TIMEOUT_S,
-    QueryResult,
-    Term,
-    check_query_text,
-    term_to_dict,
-)
+from kb_dumps.stage_errors import EndpointError, QueryError, StoreError
+from kb_dumps.store_types import DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryResult, Term, term_to_dict
 
 # A GET request whose URL is longer than this goes as a POST instead (proxies cut long URLs).
 MAX_GET_URL = 2000
@@ -122,7 +116,7 @@ class EndpointStore:
         EndpointError (unreachable, HTTP error, malformed answer), both with stage `execute`."""
         # what is sent is the check's own re-writing of the query: an engine that lexes comments or escapes
         # differently reads the same tokens as the check did
-        query = check_query_text(query, allow_label_service=self.dialect.label_service).sent
+        query = check_query(query, allow_label_service=self.dialect.label_service).sent
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.row_cap if row_cap is None else row_cap
         form = shape(query).form

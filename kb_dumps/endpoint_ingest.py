@@ -24,12 +24,12 @@ import pyoxigraph as ox
 from kb_dumps.collector import LabelCollector
 from kb_dumps.endpoint import EndpointStore
 from kb_dumps.endpoint_queries import PHASES, profile_values, queries_for, render, template
-from kb_dumps.errors import IngestError, KBQAError
 from kb_dumps.ingest import MANIFEST_FORMAT, _clean_stale, _next_version, publish_version, store_lock
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, detect_profile, get_profile
-from kb_dumps.sparql_text import IRIREF, iri, string_literal
+from kb_dumps.sparql_text import IRIREF, escape_string, iri
+from kb_dumps.stage_errors import IngestError, KBQAError
 
 PROGRESS_KEY = "endpoint_ingest"
 MAX_PAGE_ROWS = 1_000_000  # a page grows (doubling) while one key fills it, up to this
@@ -225,7 +225,7 @@ class _Run:
         page) and the next page starts after the last key kept; a key alone filling a page doubles it."""
         after, limit = str(self.state["after"]), self.page_size
         while True:
-            rows = self._query(phase, {"after": string_literal(after), "limit": str(limit)}, limit)
+            rows = self._query(phase, {"after": escape_string(after), "limit": str(limit)}, limit)
             keys = [r[0]["value"] if r and r[0] else "" for r in rows]
             if any(k <= after for k in keys) or keys != sorted(keys):
                 raise IngestError(f"the endpoint did not return {phase} rows ordered by key after {after[:80]!r}; "

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from kb_dumps.profiles import KBProfile
-from kb_dumps.sparql_text import LANG_TAG, iri, string_literal
+from kb_dumps.sparql_text import LANG_TAG, escape_string, iri
 
 PHASES = ("texts", "predicates", "classes", "typed", "ids", "popularity")
 
@@ -86,7 +86,7 @@ def profile_values(profile: KBProfile, languages: tuple[str, ...]) -> dict[str, 
     for lang in languages:
         if not LANG_TAG.fullmatch(lang):
             raise ValueError(f"not a language tag: {lang!r}")
-    langs = " || ".join(f"langMatches(lang(?o), {string_literal(lang)})" for lang in languages)
+    langs = " || ".join(f"langMatches(lang(?o), {escape_string(lang)})" for lang in languages)
     kinds = [*profile.property_types, *profile.class_types]
     return {
         "text_predicates": " ".join(iri(p) for p in text),

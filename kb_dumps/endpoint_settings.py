@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from kb_dumps.errors import QueryError, StoreError
 from kb_dumps.settings_types import CheckedSettings, Count, Delay, Rate, Rounds
+from kb_dumps.stage_errors import QueryError, StoreError
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import pyoxigraph as ox
 
 from kb_dumps.collector import LabelCollector
-from kb_dumps.errors import IngestError, StoreError
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import detect_profile, get_profile
@@ -43,6 +42,7 @@ from kb_dumps.readers import (
     open_binary,
     read_source,
 )
+from kb_dumps.stage_errors import IngestError, StoreError
 
 if TYPE_CHECKING:
     from tqdm import tqdm

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_dumps.errors import IngestError, StoreError
+from kb_dumps.stage_errors import IngestError, StoreError
 
 # Names that make a folder a store (one of them is enough); a folder with other things in it and none of these
 # is someone's folder, never written into. A bare oxigraph/ + manifest.json is an older store layout.

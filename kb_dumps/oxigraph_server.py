@@ -17,8 +17,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from kb_dumps.errors import StoreError
 from kb_dumps.layout import StoreLayout
+from kb_dumps.stage_errors import StoreError
 
 
 def free_port() -> int:

@@ -19,8 +19,8 @@ from typing import IO
 
 import pyoxigraph as ox
 
-from kb_dumps.errors import IngestError
 from kb_dumps.profiles import RDF, RDFS, SCHEMA, SKOS, WIKIDATA_PREFIXES, XSD
+from kb_dumps.stage_errors import IngestError
 
 # name -> (pyoxigraph format, line based)
 FORMATS: dict[str, tuple[ox.RdfFormat | None, bool]] = {

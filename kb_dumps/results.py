@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kb_dumps.xml_check import NOT_XML_BYTES, check_xml
 
 if TYPE_CHECKING:
-    from kb_dumps.store import QueryResult, Term
+    from kb_dumps.store_types import QueryResult, Term
 
 TABLE_FORMATS = ("JSON", "XML", "CSV", "TSV")  # pyoxigraph QueryResultsFormat names (SELECT, ASK)
 GRAPH_FORMATS = ("TURTLE", "N_TRIPLES", "RDF_XML")  # pyoxigraph RdfFormat names (CONSTRUCT, DESCRIBE)

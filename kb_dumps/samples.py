@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_dumps.errors import IngestError
+from kb_dumps.stage_errors import IngestError
 
 SAMPLES_DIR = Path(__file__).parent / "samples"
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings
 
-from kb_dumps.errors import KBQAError, echo
+from kb_dumps.stage_errors import KBQAError, echo
 
 MAX_SECONDS = 86_400.0  # a time budget past a day is a typo (1e9 overflowed the worker's poll)
 

@@ -19,8 +19,8 @@ import functools
 import os
 from dataclasses import dataclass
 
-from kb_dumps.errors import QueryError
 from kb_dumps.sparql_lex import Ambiguous, Token, canonical, prefixes, tokenize
+from kb_dumps.stage_errors import QueryError
 
 WIKIBASE_ONTOLOGY = "http://wikiba.se/ontology#"
 FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")

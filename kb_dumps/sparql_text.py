@@ -1,4 +1,8 @@
-"""SPARQL text helpers for the store interface: masking, the query form, the outer LIMIT, escaping.
+"""SPARQL text, the one module every layer uses: escaping (IRIs, string literals), prefixes (`with_prefixes`),
+masking, the query form and the outer LIMIT.
+
+Every string written into a query (the assembler's writer, the endpoint's ingest queries, explore's graphs)
+goes through `escape_string` / `iri`, so a label or literal full of SPARQL syntax never changes a query's structure.
 
 Never a safety check: whether a query may run (SERVICE, updates) is decided from the tokens Oxigraph reads,
 in kb_dumps/sparql_check.py; a mask can be fooled by escapes such as `ex:p\\#`.
@@ -43,11 +47,54 @@ def iri(value: str) -> str:
     return f"<{value}>"
 
 
-def string_literal(value: str) -> str:
-    """A SPARQL string literal for any text (backslash, quotes and line breaks escaped)."""
-    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-               .replace("\t", "\\t"))
-    return f'"{escaped}"'
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+# Characters SPARQL forbids inside <…> (IRIREF): they would end the IRI or break the query.
+_BAD_IRI = re.compile(r'[<>"{}|^`\\\x00-\x20\x7f]')
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def escape_string(value: str) -> str:
+    """A SPARQL string literal (with quotes) whose content is exactly `value` (backslash, quotes, line breaks,
+    tab, backspace and form feed escaped): the one escaper of the project."""
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
+
+
+def iri_problem(value: str) -> str | None:
+    """Why `value` cannot be written as an absolute `<value>`, or None when it can."""
+    if not isinstance(value, str) or not value:
+        return "empty IRI"
+    if _BAD_IRI.search(value):
+        return f"IRI {value[:80]!r} contains a character not allowed in an IRI (<>\"{{}}|^`\\ or whitespace)"
+    if not _SCHEME.match(value):
+        return f"IRI {value[:80]!r} is not absolute (it needs a scheme such as http:)"
+    return None
+
+
+class Prefixes:
+    """Declares the prefixes (name → namespace) a query uses but does not declare, as WDQS predeclares them (gold
+    queries often omit them). One pattern for all prefixes: a server calls it on every query."""
+
+    _DECLARED = re.compile(r"(?i)PREFIX\s+([A-Za-z][\w.-]*)?\s*:")
+
+    def __init__(self, prefixes: dict[str, str]):
+        self.prefixes = prefixes
+        names = sorted(prefixes, key=len, reverse=True)
+        self._used = re.compile(r"(?<![\w<])(" + "|".join(map(re.escape, names)) + "):") if names else None
+
+    def __call__(self, query: str) -> str:
+        if self._used is None:
+            return query
+        used = set(self._used.findall(query))
+        if not used:
+            return query
+        declared = {m.group(1) for m in self._DECLARED.finditer(query)}
+        head = [f"PREFIX {p}: <{ns}>" for p, ns in self.prefixes.items() if p in used and p not in declared]
+        return "\n".join([*head, query]) if head else query
+
+
+def with_prefixes(query: str, prefixes: dict[str, str]) -> str:
+    """`query` with the `prefixes` it uses but does not declare declared first."""
+    return Prefixes(prefixes)(query)
 
 
 @dataclass(frozen=True)

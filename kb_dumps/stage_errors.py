@@ -1,4 +1,4 @@
-"""Structured errors shared by every layer: a stage, where it happened, and a message to act on.
+"""The stages of a question and their errors, shared by every layer: a stage, where it happened, a message to act on.
 
 Lives in the lowest package so that every layer (kb_dumps, grounding, assembler, eval, kbqa)
 reports problems the same way; the CLI turns them into one line and an exit code, never a

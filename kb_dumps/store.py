@@ -17,49 +17,31 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from kb_dumps.errors import EXIT_BACKEND, KBQAError, QueryError, StoreError
 from kb_dumps.layout import StoreLayout
 from kb_dumps.results import Written, write_fast, write_rows
 from kb_dumps.sparql_check import QueryFacts, RefusedQuery, check_query
+from kb_dumps.stage_errors import EXIT_BACKEND, KBQAError, QueryError, StoreError
+
+# transitional: explore/grounding still import these names from kb_dumps.store; removed when they move
+from kb_dumps.store_types import (  # noqa: F401 - re-exported
+    DEFAULT_ROW_CAP,
+    DEFAULT_TIMEOUT_S,
+    Dataset,
+    QueryResult,
+    Store,
+    Term,
+    term_to_dict,
+)
 from kb_dumps.xml_check import Unwritable
 
-DEFAULT_TIMEOUT_S = 10.0
-DEFAULT_ROW_CAP = 10_000
 # Address space of one query worker (RLIMIT_AS), sized for a 24 GB machine running a few workers; the store
 # opens and answers ordinary queries well inside 1 GB. KBQA_QUERY_MEMORY_BYTES=0 removes the bound.
 DEFAULT_MEMORY_BYTES = int(os.environ.get("KBQA_QUERY_MEMORY_BYTES", 2 * 1024**3))
 # Size of one result (the values' characters), whatever its row count: rows are not a bound on bytes.
 DEFAULT_RESULT_BYTES = int(os.environ.get("KBQA_QUERY_RESULT_BYTES", 256 * 1024**2))
-
-Term = dict[str, str]  # {"type": "uri"|"literal"|"bnode"|"triple", "value": …, "datatype"?: …, "xml:lang"?: …}
-
-
-@dataclass
-class QueryResult:
-    """A SELECT / ASK / CONSTRUCT result as plain data."""
-
-    kind: str  # select | ask | graph
-    vars: list[str] = field(default_factory=list)
-    rows: list[list[Term | None]] = field(default_factory=list)
-    boolean: bool | None = None
-    truncated: bool = False  # the row cap cut the result
-    elapsed_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def empty(self) -> bool:
-        return (not self.boolean) if self.kind == "ask" else not self.rows
-
-    def column(self, var: str) -> list[Term | None]:
-        i = self.vars.index(var)
-        return [r[i] for r in self.rows]
-
 
 # ---- query checks -------------------------------------------------------------------------
 class ResourceError(QueryError):
@@ -79,41 +61,8 @@ def check_query_text(query: str, allow_label_service: bool = False) -> QueryFact
     return check_query(query, allow_label_service)
 
 
-# ---- conversion of pyoxigraph terms ---------------------------------------------------------
-def term_to_dict(term: Any) -> Term | None:
-    import pyoxigraph as ox
-
-    if term is None:
-        return None
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        d = {"type": "literal", "value": term.value}
-        if term.language:
-            d["xml:lang"] = term.language
-        elif term.datatype and term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
-            d["datatype"] = term.datatype.value
-        return d
-    return {"type": "triple", "value": str(term)}
-
-
 def _term_bytes(t: Term | None) -> int:
     return 0 if t is None else len(t["value"]) + len(t.get("datatype", "")) + len(t.get("xml:lang", "")) + 8
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """The dataset of one query: the SPARQL Protocol's default-graph-uri / named-graph-uri, or FROM / FROM NAMED
-    in the query itself. Without either, the default graph is the union of all graphs of the store."""
-
-    default_graphs: tuple[str, ...] = ()
-    named_graphs: tuple[str, ...] = ()
-    base_iri: str | None = None  # relative IRIs in the query resolve against it (the endpoint's URL)
-
-    def __bool__(self) -> bool:  # whether it names graphs (a base IRI alone leaves the union default graph)
-        return bool(self.default_graphs or self.named_graphs)
 
 
 def _execute(store: Any, query: str, dataset: Dataset | None, has_dataset: bool) -> Any:
@@ -405,19 +354,6 @@ class LocalStore:
     def ask(self, query: str, **kw: Any) -> bool:
         res = self.query(query, **kw)
         return bool(res.boolean) if res.kind == "ask" else bool(res.rows)
-
-
-class Store(Protocol):
-    """What the assembler, grounding, eval and `kbqa sparql` need from a store (LocalStore, EndpointStore)."""
-
-    timeout_s: float
-    row_cap: int
-
-    def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> QueryResult: ...
-
-    def ask(self, query: str, **kw: Any) -> bool: ...
-
-    def close(self) -> None: ...
 
 
 def open_store(store_dir: str | Path | None = None, *, endpoint: str | None = None,

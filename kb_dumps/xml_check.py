@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb_dumps.errors import QueryError
+from kb_dumps.stage_errors import QueryError
 
 if TYPE_CHECKING:
-    from kb_dumps.store import QueryResult, Term
+    from kb_dumps.store_types import QueryResult, Term
 
 # XML 1.0 (fifth edition) §2.2 Char: everything else cannot appear in a document.
 NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from kb_dumps.errors import EXIT_BACKEND, EXIT_USAGE, KBQAError, internal_error
+from kb_dumps.stage_errors import EXIT_BACKEND, EXIT_USAGE, KBQAError, internal_error
 from kbqa.commands import VERBS
 
 EPILOG = """examples:

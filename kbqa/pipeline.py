@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assembler.assemble import AssembleOptions, Assembler
-from assembler.report import Step
-from kb_dumps.errors import PIPELINE_ORDER, ErrorInfo, KBQAError, Stage, StoreError, internal_error
+from assembler.assembly_records import ReportStep
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
+from kb_dumps.stage_errors import PIPELINE_ORDER, ErrorInfo, KBQAError, Stage, StoreError, internal_error
 from kbqa.frontends import FRONTENDS
 from kbqa.result import Result, translation_detail
 from kbqa.settings import RequestCaps, get_settings
@@ -33,7 +33,7 @@ from kbqa.translators.base import Translator
 if TYPE_CHECKING:
     from grounding.ground import Grounder
     from kb_dumps.label_memory import LabelMemory
-    from kb_dumps.store import Store
+    from kb_dumps.store_types import Store
     from kbqa.settings import TranslatorSettings
 
 __all__ = ["FRONTENDS", "Engine", "Result"]
@@ -138,12 +138,13 @@ class Engine:
         no replay file) raises its KBQAError here."""
         if self._translator is None:
             from kbqa.settings import get_translator_settings
-            from kbqa.translators import make_translator
+            from kbqa.translators import TRANSLATORS
 
             settings = self.settings or get_translator_settings()
             store = self.store
-            self._translator = make_translator(settings, self.store_dir, store=store,
-                                               memory=self._memory if store is not None else None)
+            memory = self._memory if store is not None else None
+            self._translator = TRANSLATORS.get(settings.translator).make(settings, self.store_dir, store=store,
+                                                                         memory=memory)
             self._own_translator = True
         return self._translator
 
@@ -196,7 +197,7 @@ class Engine:
         result = compile_with_repair(lambda text: self.compile(text, frontend=frontend, execute=execute), question,
                                      translation, tr, frontend, rounds=self.repair_rounds, qid=qid)
         result.question = question
-        result.steps.insert(0, Step(Stage.TRANSLATE, True, translation.seconds, translation_detail(translation)))
+        result.steps.insert(0, ReportStep(Stage.TRANSLATE, True, translation.seconds, translation_detail(translation)))
         result.seconds = time.perf_counter() - t0  # translation included
         result.translation = translation.to_dict()
         return result
@@ -213,7 +214,7 @@ class Engine:
         if frontend not in FRONTENDS:
             err = ErrorInfo(Stage.PARSE, f"unknown front-end {frontend!r}; choose one of "
                                          f"{', '.join(FRONTENDS.names())}")
-            result.steps.append(Step(Stage.PARSE, False, 0.0, "", [err]))
+            result.steps.append(ReportStep(Stage.PARSE, False, 0.0, "", [err]))
             return _finish(result, Stage.PARSE, [err], t_start)
         parse: Callable[[str], Any] = FRONTENDS.get(frontend).make(self)
         t0 = time.perf_counter()
@@ -221,16 +222,16 @@ class Engine:
             parsed = parse(text)
         except Exception as exc:  # a front-end's contract is "never raises"; one that does is our bug
             err = internal_error(exc, f"in the {frontend} front-end")
-            result.steps.append(Step(Stage.PARSE, False, time.perf_counter() - t0, "", [err]))
+            result.steps.append(ReportStep(Stage.PARSE, False, time.perf_counter() - t0, "", [err]))
             return _finish(result, Stage.INTERNAL, [err], t_start)
         seconds = time.perf_counter() - t0
         parse_errs = [e for e in parsed.errors if e.stage != Stage.VALIDATE]
         validate_errs = [e for e in parsed.errors if e.stage == Stage.VALIDATE]
         result.constraints = [c.to_dict() for c in getattr(parsed, "constraints", [])]
-        result.steps.append(Step(Stage.PARSE, not parse_errs, seconds,
+        result.steps.append(ReportStep(Stage.PARSE, not parse_errs, seconds,
                                  f"{len(result.constraints)} constraints", parse_errs))
         if not parse_errs:
-            result.steps.append(Step(Stage.VALIDATE, not validate_errs, 0.0, "", validate_errs))
+            result.steps.append(ReportStep(Stage.VALIDATE, not validate_errs, 0.0, "", validate_errs))
         if parsed.errors or parsed.plan is None:
             errs = list(parsed.errors) or [ErrorInfo(Stage.PARSE, "no Plan was produced")]
             return _finish(result, _parse_stage(errs, parse_errs, validate_errs), errs, t_start)
@@ -273,7 +274,7 @@ def _parse_stage(errs: list[ErrorInfo], parse_errs: list[ErrorInfo], validate_er
 def _translate_failed(question: str, frontend: str, who: str, stage: Stage, errors: list[ErrorInfo],
                       t0: float) -> Result:
     result = Result(frontend=frontend, question=question, status="error", failed_stage=stage, errors=errors)
-    result.steps.append(Step(Stage.TRANSLATE, False, time.perf_counter() - t0, who, errors))
+    result.steps.append(ReportStep(Stage.TRANSLATE, False, time.perf_counter() - t0, who, errors))
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -3,7 +3,7 @@
 Shared by the three front-ends. `repair_loop` is generic: it is given the first output, a `check`
 (text → value, failed stage, errors) and a `retranslate` (previous text, errors → corrected text), and
 records every round; `compile_with_repair` wires it to a compile function (the Engine's) and a Translator. Only stages the model
-can fix are sent back (`kb_dumps.errors.REPAIRABLE`: parse, validate, assemble — lowering problems are
+can fix are sent back (`kb_dumps.stage_errors.REPAIRABLE`: parse, validate, assemble — lowering problems are
 reported under these); a translate or store failure, an empty answer or a grounding failure is not a
 malformed output, and an `internal` error is our bug, never sent to the model as its mistake.
 """
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assembler.report import Step
-from kb_dumps.errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
+from assembler.assembly_records import ReportStep
+from kb_dumps.stage_errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
 
 if TYPE_CHECKING:
     from kbqa.result import Result
@@ -72,7 +72,7 @@ class RepairOutcome:
         """Model calls made to repair (rounds after the first)."""
         return max(0, len(self.rounds) - 1)
 
-    def steps(self) -> list[Step]:
+    def steps(self) -> list[ReportStep]:
         """One `repair` step per repair round, for the step report: which errors were sent back and whether
         the corrected output went through."""
         out = []
@@ -80,7 +80,7 @@ class RepairOutcome:
             verdict = "went through" if cur.ok else f"failed at {cur.stage}"
             detail = (f"round {cur.round}: sent back {len(prev.errors)} {prev.stage} error(s); the corrected output "
                       f"{verdict} ({cur.tokens_in} tokens in, {cur.tokens_out} out)")
-            out.append(Step("repair", cur.ok, cur.seconds, detail, list(prev.errors)))
+            out.append(ReportStep("repair", cur.ok, cur.seconds, detail, list(prev.errors)))
         return out
 
     def to_dict(self) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assembler.answers import Answers
-from assembler.report import Attempt, Diagnosis, PlaceholderGrounding, Step
-from kb_dumps.errors import EXIT_BACKEND, EXIT_NO_ANSWER, EXIT_OK, ErrorInfo, Stage, exit_code_of
+from assembler.assembly_records import Attempt, Diagnosis, PlaceholderGrounding, ReportStep
+from kb_dumps.stage_errors import EXIT_BACKEND, EXIT_NO_ANSWER, EXIT_OK, ErrorInfo, Stage, exit_code_of
 from kbqa.translators.base import TranslationResult
 
 
@@ -27,7 +27,7 @@ class Result:
     grounding: list[PlaceholderGrounding] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
-    steps: list[Step] = field(default_factory=list)
+    steps: list[ReportStep] = field(default_factory=list)
     errors: list[ErrorInfo] = field(default_factory=list)
     timed_out: bool = False
     seconds: float = 0.0
@@ -68,7 +68,7 @@ class Result:
                    grounding=[PlaceholderGrounding.from_dict(g) for g in d.get("grounding", [])],
                    attempts=[Attempt.from_dict(a) for a in d.get("attempts", [])],
                    diagnosis=Diagnosis.from_dict(d["diagnosis"]) if d.get("diagnosis") else None,
-                   steps=[Step.from_dict(s) for s in d.get("steps", [])],
+                   steps=[ReportStep.from_dict(s) for s in d.get("steps", [])],
                    errors=[ErrorInfo(**e) for e in d.get("errors", [])], timed_out=bool(d.get("timed_out")),
                    seconds=float(d.get("seconds", 0.0)), translation=d.get("translation"),
                    repairs=d.get("repairs"))

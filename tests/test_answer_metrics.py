@@ -18,7 +18,7 @@ from eval.answer_metrics import (
 )
 from eval.query_metrics import PRF
 from eval.records import Record
-from kb_dumps.store import QueryResult
+from kb_dumps.store_types import QueryResult
 
 WD = "http://www.wikidata.org/entity/"
 

@@ -12,15 +12,16 @@ from hypothesis import strategies as st
 
 from assembler.answers import Answers, normalize_term
 from assembler.assemble import AssembleOptions, Assembler, parse_problem
-from assembler.candidates import combinations
+from assembler.assembly_records import AssemblyResult
+from assembler.combinations import combinations
 from assembler.plan import IRI, Filter, Group, Literal, Query, Triple, Var
-from assembler.report import AssemblyResult
-from assembler.writer import escape_string, write_sparql
+from assembler.writer import write_sparql
 from grounding.candidates import Candidate
 from grounding.embedder import get_embedder
 from grounding.ground import Grounder
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
+from kb_dumps.sparql_text import escape_string
 from kb_dumps.store import LocalStore
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine

@@ -16,10 +16,10 @@ import pytest
 from endpoint_servers import closed_port_url
 
 from kb_dumps.endpoint_ingest import PROGRESS_KEY, ingest_endpoint
-from kb_dumps.errors import EndpointError, IngestError
 from kb_dumps.ingest import ingest
 from kb_dumps.layout import StoreLayout
 from kb_dumps.oxigraph_server import OxigraphServer, oxigraph_binary
+from kb_dumps.stage_errors import EndpointError, IngestError
 
 try:
     oxigraph_binary()

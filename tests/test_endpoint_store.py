@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb_dumps.endpoint import EndpointStore, RateLimiter, detect_dialect
-from kb_dumps.errors import EndpointError, QueryError, StoreError
 from kb_dumps.ingest import ingest
 from kb_dumps.oxigraph_server import OxigraphServer, oxigraph_binary
 from kb_dumps.sparql_text import shape, with_row_cap
+from kb_dumps.stage_errors import EndpointError, QueryError, StoreError
 from kb_dumps.store import LocalStore, open_store
 
 try:

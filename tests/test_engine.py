@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.errors import KBQAError, StoreError
+from kb_dumps.stage_errors import KBQAError, StoreError
 from kbqa.pipeline import Engine, Result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"

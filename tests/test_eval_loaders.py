@@ -20,7 +20,7 @@ from eval.loaders import (
 )
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.records import Record
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 FIX = Path(__file__).parent / "fixtures" / "eval"
 

@@ -12,8 +12,9 @@ import pytest
 
 from eval.loaders import load
 from eval.records import Record
-from eval.report import Summary, compare_runs, markdown_report, summarise
+from eval.report import compare_runs, markdown_report
 from eval.runner import Prediction, run_eval
+from eval.summary import Summary, summarise
 from kb_dumps.store import LocalStore
 
 FIX = Path(__file__).parent / "fixtures" / "eval_runner"

@@ -10,9 +10,9 @@ import pytest
 from eval.attribution import STAGE_ORDER, Attribution, attribute, stage_rank
 from eval.loaders import load
 from eval.records import Record
-from eval.report import Summary
 from eval.runner import RESULTS_SCHEMA, Prediction, read_results, run_eval
-from kb_dumps.errors import KBQAError
+from eval.summary import Summary
+from kb_dumps.stage_errors import KBQAError
 from kb_dumps.store import LocalStore
 
 FIX = Path(__file__).parent / "fixtures" / "eval_runner"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.errors import IngestError, StoreError
 from kb_dumps.ingest import ingest
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
+from kb_dumps.stage_errors import IngestError, StoreError
 from kb_dumps.store import LocalStore
 
 DUMPS = Path(__file__).parent / "fixtures" / "dumps"

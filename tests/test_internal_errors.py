@@ -12,7 +12,7 @@ import pytest
 
 import kbqa.frontends.desq as desq
 from eval.attribution import attribute
-from kb_dumps.errors import EXIT_BACKEND, REPAIRABLE, Stage
+from kb_dumps.stage_errors import EXIT_BACKEND, REPAIRABLE, Stage
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.errors import ErrorInfo
+from kb_dumps.stage_errors import ErrorInfo
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator, parse_qcompiler
 from kbqa.pipeline import Engine

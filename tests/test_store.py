@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.errors import QueryError
 from kb_dumps.ingest import ingest
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
+from kb_dumps.stage_errors import QueryError
 from kb_dumps.store import LocalStore, check_query_text
 
 WD = "http://www.wikidata.org/entity/"

@@ -11,7 +11,7 @@ import pytest
 from test_server_api import CAPITAL, QUESTION
 
 import kbqa.settings
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.settings import ServerSettings, get_translator_settings
 
 

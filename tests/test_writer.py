@@ -27,7 +27,8 @@ from assembler.plan import (
     Triple,
     Var,
 )
-from assembler.writer import SparqlWriter, escape_string, iri_problem, write_sparql
+from assembler.writer import SparqlWriter, write_sparql
+from kb_dumps.sparql_text import escape_string, iri_problem
 from kbqa.frontends.desq import parse_desq
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq"

@@ -61,7 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     if args.server:
         return run_remote(args)
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
     from kbqa.pipeline import Engine
 
     translator, backend = translator_choice(args)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(result: Result, args: argparse.Namespace, profile: KBProfile) -> int:
-    from kbqa.commands.report import print_result
+    from kbqa.commands.result_output import print_result
 
     return print_result(result, fmt=args.format, profile=profile, explain=args.explain,
                         verbose=bool(getattr(args, "verbose", 0)))
@@ -93,8 +93,8 @@ def run_remote(args: argparse.Namespace) -> int:
     """`--server URL`: POST the question to a running `kbqa serve` and print its Result as a local run would.
     A fresh `kbqa ask` process spends seconds importing torch and loading the embedding model and index; a
     server has them loaded, so this answers in a fraction of a second."""
-    from kb_dumps.errors import KBQAError
     from kb_dumps.profiles import get_profile
+    from kb_dumps.stage_errors import KBQAError
     from kbqa.result import Result
     from kbqa.server.client import ServerClient
 

@@ -235,8 +235,8 @@ def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
 def server_settings(args: argparse.Namespace, **given: Any) -> ServerSettings:
     """`ServerSettings` for `kbqa serve` / `kbqa mcp`: the store (checked), the KBQA_SERVER_* limits, and the
     flags given on the command line on top (None = not given). A bad KBQA_* value is a usage error naming it."""
-    from kb_dumps.errors import KBQAError
     from kb_dumps.layout import StoreLayout
+    from kb_dumps.stage_errors import KBQAError
     from kbqa.settings import ServerSettings
 
     store = resolve_store(args.store) if args.store is not None or not args.sparql_endpoint else None

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,
@@ -53,7 +53,7 @@ def _read(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kbqa.commands.report import print_result
+    from kbqa.commands.result_output import print_result
     from kbqa.pipeline import Engine
 
     text = _read(args.file)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kb_dumps.errors import EXIT_OK, EXIT_USAGE, KBQAError
+from kb_dumps.stage_errors import EXIT_OK, EXIT_USAGE, KBQAError
 from kbqa.commands.common import add_format_flag, add_store_flag, integer, print_json
 
 EXAMPLE = """examples:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kb_dumps.errors import EXIT_USAGE, KBQAError
+from kb_dumps.stage_errors import EXIT_USAGE, KBQAError
 from kbqa.commands.common import (
     add_chooser_flag,
     add_endpoint_flags,
@@ -262,7 +262,8 @@ def _run(args: argparse.Namespace) -> int:
     from eval.loaders import load, resolve_benchmark
     from eval.runner import run_eval
     from kb_dumps.layout import StoreLayout
-    from kb_dumps.store import DEFAULT_ROW_CAP, open_store
+    from kb_dumps.store import open_store
+    from kb_dumps.store_types import DEFAULT_ROW_CAP
     from kbqa.settings import get_settings
 
     cfg = get_settings().store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kb_dumps.errors import EXIT_NO_ANSWER, EXIT_OK, KBQAError
+from kb_dumps.stage_errors import EXIT_NO_ANSWER, EXIT_OK, KBQAError
 from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,

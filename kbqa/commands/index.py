@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kb_dumps.errors import EXIT_OK
+from kb_dumps.stage_errors import EXIT_OK
 from kbqa.commands.common import add_format_flag, add_store_flag, integer, print_json, resolve_store
 
 EXAMPLE = """examples:
@@ -44,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _vector_store(spec: str) -> str:
     """A spec of grounding/vector_stores.py (`hnsw`, `milvus[:TARGET]`); an unknown name is a usage error."""
     from grounding.vector_stores import VECTOR_STORES
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
 
     try:
         VECTOR_STORES.get(spec.partition(":")[0])

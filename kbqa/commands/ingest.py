@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
 from kb_dumps.readers import FORMATS
 from kb_dumps.samples import SAMPLES, get_sample
+from kb_dumps.stage_errors import KBQAError
 from kbqa.commands.common import add_format_flag, integer, print_json, seconds, store_dir, subparser
 from kbqa.settings import get_settings
 

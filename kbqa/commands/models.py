@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kb_dumps.errors import EXIT_OK, KBQAError
+from kb_dumps.stage_errors import EXIT_OK, KBQAError
 from kbqa.commands.common import add_format_flag, print_json, subparser
 
 EXAMPLE = """kbqa models list

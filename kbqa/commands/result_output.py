@@ -6,8 +6,8 @@ import dataclasses
 import json
 import sys
 
-from kb_dumps.errors import Stage
 from kb_dumps.profiles import KBProfile
+from kb_dumps.stage_errors import Stage
 from kbqa.commands.common import print_json
 from kbqa.result import Result
 

@@ -6,10 +6,11 @@ import argparse
 import csv
 import sys
 
-from kb_dumps.errors import EXIT_NO_ANSWER, KBQAError
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
-from kb_dumps.store import DEFAULT_ROW_CAP, QueryResult, Term
+from kb_dumps.sparql_text import with_prefixes
+from kb_dumps.stage_errors import EXIT_NO_ANSWER, KBQAError
+from kb_dumps.store_types import DEFAULT_ROW_CAP, QueryResult, Term
 from kbqa.commands.common import (
     add_endpoint_flags,
     add_format_flag,
@@ -52,16 +53,6 @@ def read_query_file(path: str) -> str:
     if "\x00" in text:
         raise KBQAError("the query file contains NUL characters; is it binary?", file=path)
     return text
-
-
-def with_prefixes(query: str, prefixes: dict[str, str]) -> str:
-    """Declare the profile's prefixes the query uses but does not declare (gold queries often omit them)."""
-    import re
-
-    declared = {m.group(1) for m in re.finditer(r"(?i)PREFIX\s+([A-Za-z][\w.-]*)?\s*:", query)}
-    head = [f"PREFIX {p}: <{ns}>" for p, ns in prefixes.items()
-            if p not in declared and re.search(rf"(?<![\w<]){re.escape(p)}:", query)]
-    return "\n".join([*head, query]) if head else query
 
 
 def cell(term: Term | None, profile: KBProfile) -> str:

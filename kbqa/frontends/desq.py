@@ -10,19 +10,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from assembler.plan import KINDS, Group, Node, Placeholder, Query, walk
-from kb_dumps.errors import ErrorInfo, internal_error
+from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_check import validate
 from kbqa.frontends.desq_expr import expand_uri
 from kbqa.frontends.desq_fragments import Fragment, FragmentError, parse_fragment
+from kbqa.frontends.desq_types import FORMAT, Constraint, GroundingLine, ParseResult
+from kbqa.frontends.desq_writer import to_desq_text as _write_desq
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine
 
-FORMAT = "desq/1"
 MAX_ERRORS = 50
 
 _FENCE_RE = re.compile(r"^\s*```")
@@ -33,57 +33,6 @@ _AC_TEXT_RE = re.compile(r"^[\s*\-]*(AC\s*\d+)\s*[:.)\-]\s?(.*)$", re.I)
 _AC_FRAG_RE = re.compile(r"^[\s*\-]*(AC\s*\d+)\s*(?:=>|->|:)\s?(.*)$", re.I)
 _GROUND_RE = re.compile(r"^[\s*\-]*\[([^\]]*)\]\s*([A-Za-z]*)\s*(.*)$")
 _NULL_URIS = {"", "none", "null", "-", "n/a", "unknown", "?"}
-
-
-@dataclass
-class Constraint:
-    """One atomic constraint: id, the sentence, and its fragment text (line = where it started)."""
-
-    id: str
-    text: str = ""
-    fragment: str = ""
-    line: int | None = None
-    fragment_line: int | None = None
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "text": self.text, "fragment": self.fragment}
-
-
-@dataclass
-class GroundingLine:
-    """`[name] kind | label | description | guessed-uri` as data (uri a full IRI or None)."""
-
-    name: str
-    kind: str
-    label: str = ""
-    description: str = ""
-    uri: str | None = None
-    line: int | None = None
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "label": self.label,
-                "description": self.description, "uri": self.uri}
-
-
-@dataclass
-class ParseResult:
-    """The Plan (None when any problem was found), all problems, and the parsed sections."""
-
-    plan: Query | None
-    errors: list[ErrorInfo] = field(default_factory=list)
-    constraints: list[Constraint] = field(default_factory=list)
-    grounding: list[GroundingLine] = field(default_factory=list)
-    format: str = FORMAT
-
-    @property
-    def ok(self) -> bool:
-        return self.plan is not None and not self.errors
-
-    def to_dict(self) -> dict:
-        return {"format": self.format, "plan": self.plan.to_dict() if self.plan else None,
-                "errors": [e.to_dict() for e in self.errors],
-                "constraints": [c.to_dict() for c in self.constraints],
-                "grounding": [g.to_dict() for g in self.grounding]}
 
 
 class _Collector:
@@ -397,9 +346,7 @@ def _fill_placeholders(q: Query, grounding: list[GroundingLine]) -> None:
 
 def to_desq_text(source: Query | ParseResult) -> str:
     """DeSQ text for a Plan or ParseResult (see `desq_writer.to_desq_text`)."""
-    from kbqa.frontends.desq_writer import to_desq_text as write  # lazy: desq_writer imports this module
-
-    return write(source)
+    return _write_desq(source)
 
 
 def frontend(engine: Engine) -> Callable[[str], ParseResult]:

@@ -19,7 +19,7 @@ from assembler.plan import (
 )
 
 if TYPE_CHECKING:
-    from kbqa.frontends.desq import Constraint, GroundingLine
+    from kbqa.frontends.desq_types import Constraint, GroundingLine
 
 Report = Callable[..., None]  # report(stage, message, line=..., ac=...)
 

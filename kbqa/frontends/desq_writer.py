@@ -11,8 +11,8 @@ import re
 from assembler.plan import Node, Placeholder, Query, placeholders
 from assembler.writer import SparqlWriter
 from kb_dumps.profiles import KBProfile
-from kbqa.frontends.desq import FORMAT, Constraint, GroundingLine, ParseResult
 from kbqa.frontends.desq_fragments import KNOWN_PREFIXES
+from kbqa.frontends.desq_types import FORMAT, Constraint, GroundingLine, ParseResult
 
 
 class _DesqNames(KBProfile):

@@ -32,10 +32,10 @@ from assembler.plan import (
     Var,
     substitute,
 )
-from kb_dumps.errors import ErrorInfo, internal_error
 from kb_dumps.profiles import XSD, KBProfile, get_profile
+from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_expr import expand_uri
-from kbqa.frontends.pyrag import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
+from kbqa.frontends.pyrag_program import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
 

@@ -18,22 +18,19 @@ attribute access, subscripts, calls to other names, loops, comprehensions, lambd
     isa(x, cls)   filter(x, op, value)   compare(x, op, y)   count(x)
     argmax(x, property, description="", uri=None)   argmin(...)   ask_kb(question)
 
-Lowering is in `pyrag_lower.py`; this file reads and checks.
+This file is the program tree (`Program`, `Stmt`, `PCall`, `Ref`, `FStr`) and its reader (`read_program`): it reads
+and checks. Lowering is `pyrag_lower.py`; the front-end entry is `pyrag.py`.
 """
 
 from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kb_dumps.errors import ErrorInfo, Stage, echo
+from kb_dumps.stage_errors import ErrorInfo, Stage, echo
 from kbqa.settings import RequestCaps
-
-if TYPE_CHECKING:
-    from kbqa.pipeline import Engine
 
 MAX_LENGTH = 20_000  # characters; longer programs are refused before parsing
 OPS = ("=", "!=", "<", ">", "<=", ">=")
@@ -293,25 +290,3 @@ def read_program(text: str, caps: RequestCaps | None = None) -> Program:
         reader.errors.append(ErrorInfo("validate", f"`{FINAL}` is never assigned; end with `{FINAL} = <variable>`"))
     prog.errors = reader.errors
     return prog
-
-
-def parse_pyrag(text: str, translate_leaf: Any = None, *, profile: Any = "wikidata", repair: Any = None,
-                repair_rounds: int = 2, caps: RequestCaps | None = None) -> Any:
-    """Read, check and lower a program to one Plan (`PyragResult`: plan, errors, program, sub-questions).
-    `translate_leaf` (question -> DeSQ) serves `ask_kb`; `profile` names the instance-of property. Never
-    raises, never executes the program."""
-    from kbqa.frontends.pyrag_lower import lower_program
-
-    return lower_program(text, translate_leaf, profile=profile, repair=repair, repair_rounds=repair_rounds,
-                         caps=caps)
-
-
-def frontend(engine: Engine) -> Callable[[str], Any]:
-    """The `pyrag` entry of `kbqa.frontends.FRONTENDS`: `ask_kb` sub-questions go to the engine's translator."""
-    from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator
-
-    tr, rounds = engine.leaf_translator(), engine.repair_rounds
-    leaf = leaf_translator(tr) if tr is not None else None
-    repair = leaf_repairer(tr) if tr is not None else None
-    return lambda text: parse_pyrag(text, leaf, profile=engine.profile, repair=repair, repair_rounds=rounds,
-                                    caps=engine.caps)

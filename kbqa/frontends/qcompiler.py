@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assembler.plan import Bind, Group, Literal, Node, Placeholder, Query, Union, Var, substitute, walk
-from kb_dumps.errors import ErrorInfo, KBQAError, Stage, internal_error
+from kb_dumps.stage_errors import ErrorInfo, KBQAError, Stage, internal_error
 from kbqa.frontends.desq import GroundingLine, Rewrite, parse_desq
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,

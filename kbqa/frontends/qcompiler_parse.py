@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kb_dumps.errors import ErrorInfo, internal_error
+from kb_dumps.stage_errors import ErrorInfo, internal_error
 
 OPERATORS = {"+": "+", "*": "*", "×": "*"}
 MAX_LENGTH = 20_000  # characters; a longer "expression" is refused before tokenizing

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.mcp.models import KBDescription, SchemaItem, SparqlResult, ToolErrorBody
 from kbqa.server import schemas
 from kbqa.server.app import AppState, default_engine_factory
@@ -211,7 +211,7 @@ def create_server(settings: ServerSettings | None = None, *,
                          ) -> Annotated[CallToolResult, SparqlResult]:
         """Run a read-only SPARQL query on the knowledge graph, as the server's /sparql does: updates and SERVICE
         are refused before anything runs, and the time budget and row cap apply."""
-        from kbqa.commands.sparql import with_prefixes
+        from kb_dumps.sparql_text import with_prefixes
 
         schemas.check_text(query, "the query")
         if not query.strip():

@@ -19,12 +19,13 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from kb_dumps.errors import ErrorInfo, KBQAError
+from kb_dumps.sparql_text import Prefixes
+from kb_dumps.stage_errors import ErrorInfo, KBQAError
 from kbqa.server import schemas
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
 from kbqa.server.errors import ServerError, install_error_handlers, result_response
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
-from kbqa.server.sparql import Prefixes, SparqlRoute
+from kbqa.server.sparql import SparqlRoute
 from kbqa.server.sparql import router as sparql_router
 from kbqa.settings import ServerSettings
 
@@ -153,7 +154,7 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
                            k: int = Query(10, ge=1, le=100)) -> JSONResponse:
         def call(w: EngineWorker) -> Any:
             found = w.engine.assembler.grounder.search(label, description, kind, k)
-            if found is None:  # the index-less grounder (assembler.candidates.MemoryGrounder) proposes nothing
+            if found is None:  # the index-less grounder (assembler.combinations.MemoryGrounder) proposes nothing
                 raise ServerError(503, "this server's store has no grounding index, so labels cannot be looked "
                                        f"up; build it with `kbqa index --store {settings.store or 'DIR'}`", "ground")
             return found

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 
 class ServerClient:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.server.errors import ServerError
 from kbqa.server.limits import timed
 from kbqa.translators.base import TranslationResult, Translator

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kb_dumps.errors import EXIT_BACKEND, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, KBQAError
+from kb_dumps.stage_errors import EXIT_BACKEND, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, KBQAError
 
 log = logging.getLogger("kbqa.server")
 

@@ -36,7 +36,7 @@ Frontend = Annotated[str, AfterValidator(_known_frontend), Field(json_schema_ext
 
 # ---- errors ---------------------------------------------------------------------------------------
 class ErrorDetail(BaseModel):
-    """One problem: the stage it belongs to and a message to act on (kb_dumps.errors.ErrorInfo)."""
+    """One problem: the stage it belongs to and a message to act on (kb_dumps.stage_errors.ErrorInfo)."""
 
     stage: str = Field(description="ingest | translate | parse | validate | ground | assemble | execute | empty | "
                                    "store | usage | server")

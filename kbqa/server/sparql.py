@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -25,10 +24,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.datastructures import URL
 
-from kb_dumps.errors import EndpointError, QueryError, StoreError
 from kb_dumps.results import Written
 from kb_dumps.sparql_check import RefusedQuery
-from kb_dumps.store import Dataset, ResourceError
+from kb_dumps.stage_errors import EndpointError, QueryError, StoreError
+from kb_dumps.store import ResourceError
+from kb_dumps.store_types import Dataset
 from kb_dumps.xml_check import Unwritable
 from kbqa.server.errors import ServerError, error_body
 from kbqa.server.schemas import ErrorResponse
@@ -154,28 +154,6 @@ def read_query(method: str, query_string: str, content_type: str, body: bytes) -
     if len(queries) != 1 or not queries[0].strip():
         raise ServerError(400, "give exactly one non-empty query: GET /sparql?query=… or POST it", "execute")
     return queries[0], params
-
-
-class Prefixes:
-    """Declares the KB profile's prefixes a query uses but does not declare, as WDQS predeclares them (the reading
-    of `kbqa.commands.sparql.with_prefixes`, with one pattern for all prefixes instead of one search each)."""
-
-    _DECLARED = re.compile(r"(?i)PREFIX\s+([A-Za-z][\w.-]*)?\s*:")
-
-    def __init__(self, prefixes: dict[str, str]):
-        self.prefixes = prefixes
-        names = sorted(prefixes, key=len, reverse=True)
-        self._used = re.compile(r"(?<![\w<])(" + "|".join(map(re.escape, names)) + "):") if names else None
-
-    def __call__(self, query: str) -> str:
-        if self._used is None:
-            return query
-        used = set(self._used.findall(query))
-        if not used:
-            return query
-        declared = {m.group(1) for m in self._DECLARED.finditer(query)}
-        head = [f"PREFIX {p}: <{ns}>" for p, ns in self.prefixes.items() if p in used and p not in declared]
-        return "\n".join([*head, query]) if head else query
 
 
 def dataset_of(params: dict[str, list[str]], base_iri: str) -> Dataset:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_dumps.errors import EXIT_BACKEND, KBQAError
+from kb_dumps.stage_errors import EXIT_BACKEND, KBQAError
 from kbqa.frontends import FRONTENDS
 
 

@@ -15,10 +15,10 @@ from rapidfuzz import fuzz
 from assembler.plan import IRI, Placeholder, Triple, walk
 from grounding.embedder import DEFAULT_MODEL, get_embedder
 from grounding.text import normalize
-from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, get_profile
+from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import ParseResult, parse_desq
 from kbqa.translators.casebank import (
     BANK_FORMAT,

@@ -27,7 +27,7 @@ from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, question_key, slot_pattern
 
 if TYPE_CHECKING:
-    from kb_dumps.store import Store
+    from kb_dumps.store_types import Store
     from kbqa.settings import TranslatorSettings
 
 from kbqa.translators.mentions import (

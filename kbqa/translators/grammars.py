@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from assembler.plan import AGGREGATES
-from assembler.sparql_text import BUILTIN_ARITY, CASTS
+from assembler.sparql_builtins import BUILTIN_ARITY, CASTS
 from kbqa.frontends.desq_expr import KNOWN_PREFIXES
 
 

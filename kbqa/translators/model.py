@@ -18,7 +18,7 @@ from kbqa.translators.prompts import FORMATS, build_prompt
 
 if TYPE_CHECKING:
     from kb_dumps.label_memory import LabelMemory
-    from kb_dumps.store import Store
+    from kb_dumps.store_types import Store
 
 
 class ModelTranslator(Translator):

@@ -17,7 +17,7 @@ from kbqa.translators.base import TranslateError, TranslationResult, Translator
 
 if TYPE_CHECKING:
     from kb_dumps.label_memory import LabelMemory
-    from kb_dumps.store import Store
+    from kb_dumps.store_types import Store
     from kbqa.settings import TranslatorSettings
 
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from server_harness import LiveServer
 
-from kb_dumps.errors import QueryError
 from kb_dumps.sparql_check import RefusedQuery, check_query
+from kb_dumps.stage_errors import QueryError
 from kb_dumps.store import LocalStore
 from kbqa.server import ServerSettings, create_app
 

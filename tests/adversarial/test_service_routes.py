@@ -12,8 +12,8 @@ import httpx
 import pytest
 from server_harness import LiveServer
 
-from kb_dumps.errors import QueryError
 from kb_dumps.oxigraph_server import OxigraphServer, oxigraph_binary
+from kb_dumps.stage_errors import QueryError
 from kb_dumps.store import LocalStore
 from kbqa.server import ServerSettings, create_app
 

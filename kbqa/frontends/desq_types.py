@@ -1,0 +1,65 @@
+"""The parsed parts of a DeSQ text as plain data: its atomic constraints, its grounding lines, the parse result.
+
+Shared by the parser (`desq.py`), its meaning checks (`desq_check.py`) and the writer (`desq_writer.py`), which
+import these types and never each other's modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assembler.plan import Query
+from kb_dumps.stage_errors import ErrorInfo
+
+FORMAT = "desq/1"
+
+
+@dataclass
+class Constraint:
+    """One atomic constraint: id, the sentence, and its fragment text (line = where it started)."""
+
+    id: str
+    text: str = ""
+    fragment: str = ""
+    line: int | None = None
+    fragment_line: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "text": self.text, "fragment": self.fragment}
+
+
+@dataclass
+class GroundingLine:
+    """`[name] kind | label | description | guessed-uri` as data (uri a full IRI or None)."""
+
+    name: str
+    kind: str
+    label: str = ""
+    description: str = ""
+    uri: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "label": self.label,
+                "description": self.description, "uri": self.uri}
+
+
+@dataclass
+class ParseResult:
+    """The Plan (None when any problem was found), all problems, and the parsed sections."""
+
+    plan: Query | None
+    errors: list[ErrorInfo] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+    grounding: list[GroundingLine] = field(default_factory=list)
+    format: str = FORMAT
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None and not self.errors
+
+    def to_dict(self) -> dict:
+        return {"format": self.format, "plan": self.plan.to_dict() if self.plan else None,
+                "errors": [e.to_dict() for e in self.errors],
+                "constraints": [c.to_dict() for c in self.constraints],
+                "grounding": [g.to_dict() for g in self.grounding]}
