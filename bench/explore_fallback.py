@@ -89,10 +89,10 @@ def run_question(x: Any, engine: Any, rec: Any) -> dict[str, Any]:
     anchors, ranked, info = x.search(rec.question)
     search_text = write(ranked[0], x.schema, desq=True) if ranked else None
     t_search = time.perf_counter() - t0
-    fb = x._fallback.translate(rec.question, "bench", info, qid=rec.id)
+    fb = x.case_fallback.translate(rec.question, "bench", info, qid=rec.id)
     t_fb = time.perf_counter() - t0 - t_search
     try:
-        cases_text = x._fallback.cases().translate(rec.question, qid=rec.id).text
+        cases_text = x.case_fallback.cases().translate(rec.question, qid=rec.id).text
     except KBQAError:
         cases_text = None
     out = {"id": rec.id, "question": rec.question, "top": ranked[0].score if ranked else None,
