@@ -1,4 +1,4 @@
-"""Weak entity links for names a question writes differently from the KG (explore_names.py): the name without
+"""Weak entity links for names a question writes differently from the KG (explore/link/names.py): the name without
 its apostrophe, a short form, a title without its subtitle — and the search then answers through them."""
 
 from __future__ import annotations

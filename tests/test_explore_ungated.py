@@ -1,5 +1,5 @@
-"""Shapes proposed whatever cue words a question uses (explore_ungated.py), and predicate names found when the
-question writes them with another ending or with the words joined (explore_link.py `_name_score`). Questions,
+"""Shapes proposed whatever cue words a question uses (explore/propose/ungated.py), and predicate names found when the
+question writes them with another ending or with the words joined (explore/link/words.py `_name_score`). Questions,
 paraphrases and negatives written for these tests over the zoo fixture and a tiny library KG made here."""
 
 from __future__ import annotations
