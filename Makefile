@@ -47,8 +47,10 @@ browser:
 llama: $(STAMP)
 	scripts/install_llama_cpp.sh
 
+# lint-imports: the import contracts of pyproject.toml (layers, no cycles, the engine never imports its faces).
 test: $(STAMP) browser llama
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
 
 # The inner loop: no browser, no llama.cpp build, no model weights, no whole-benchmark-file tests (`slow`). `make test`
@@ -58,6 +60,7 @@ FAST_SKIP = tests/test_server_browser.py tests/test_models_llama.py tests/test_g
 	tests/test_explore_chooser_llama.py
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -n 2 -m "not slow" $(addprefix --ignore=,$(FAST_SKIP))
 
 # Maintainers only: rebuild the committed sample dumps and benchmark copies from ../shared/data.

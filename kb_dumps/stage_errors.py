@@ -182,3 +182,13 @@ class EndpointError(QueryError):
     def __init__(self, message: str, *, reason: str, status: int | None = None, **kw):
         super().__init__(message, **kw)
         self.reason, self.status = reason, status
+
+
+class TranslateError(KBQAError):
+    """A translator or a model backend failed (server down, timeout, missing replay id, empty case bank)."""
+
+    exit_code = EXIT_BACKEND
+
+    def __init__(self, message: str, **kw):
+        kw.setdefault("stage", "translate")
+        super().__init__(message, **kw)

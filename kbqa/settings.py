@@ -152,7 +152,7 @@ def split_translator_backend(translator: str | None, backend: str | None, *, whe
     """(translator, backend) from what was given: `backend` names a model provider only; a translator name given as
     the backend (the old `--backend explore|cases|replay`) is accepted with a deprecation note; a provider given
     without a translator implies the model translator."""
-    from kbqa.translators import TRANSLATORS
+    from kbqa.registry import TRANSLATORS
 
     if backend and backend in TRANSLATORS and backend != MODEL_TRANSLATOR:
         deprecated(f"{where} {backend}", f"{'--translator' if where.startswith('--') else 'the translator field'} "
@@ -232,7 +232,7 @@ class TranslatorSettings(CheckedSettings):
     @field_validator("explore_chooser")
     @classmethod
     def _known_chooser(cls, value: str) -> str:
-        from kbqa.backends import BACKENDS
+        from kbqa.registry import BACKENDS
 
         value = "" if value.strip().lower() in ("", "none") else value.strip()
         if value and value not in BACKENDS.names():
@@ -242,7 +242,7 @@ class TranslatorSettings(CheckedSettings):
     @field_validator("translator")
     @classmethod
     def _known_translator(cls, value: str) -> str:
-        from kbqa.translators import TRANSLATORS
+        from kbqa.registry import TRANSLATORS
 
         if value not in TRANSLATORS:
             raise ValueError(f"unknown translator {value!r}; choose one of {', '.join(TRANSLATORS.names())}")
@@ -251,7 +251,7 @@ class TranslatorSettings(CheckedSettings):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        from kbqa.backends import BACKENDS
+        from kbqa.registry import BACKENDS
 
         if value and value not in BACKENDS.names():
             raise ValueError(f"unknown model backend {value!r}; choose one of {', '.join(BACKENDS.names())}")
@@ -260,7 +260,7 @@ class TranslatorSettings(CheckedSettings):
     @model_validator(mode="after")
     def _model_needs_backend(self) -> TranslatorSettings:
         if self.translator == MODEL_TRANSLATOR and not self.backend:
-            from kbqa.backends import BACKENDS
+            from kbqa.registry import BACKENDS
 
             raise ValueError(f"the model translator needs a backend: --backend / KBQA_BACKEND, one of "
                              f"{', '.join(BACKENDS.names())}")

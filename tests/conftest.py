@@ -54,8 +54,8 @@ def smollm2():
     """SmolLM2-135M through the llama-cpp backend, loaded once for every test that drives llama.cpp's sampler.
     Skipped where llama-cpp-python is not built (scripts/install_llama_cpp.sh) or the weights cannot be fetched."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built here (scripts/install_llama_cpp.sh)")
+    from kbqa.backends.catalogue import fetch_model
     from kbqa.backends.llama_cpp import LlamaCppBackend
-    from kbqa.training.fetch import fetch_model
     from kbqa.translators.base import TranslateError
 
     try:

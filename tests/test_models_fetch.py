@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.training import fetch
-from kbqa.training.fetch import (
+from kbqa.backends import catalogue as fetch
+from kbqa.backends.catalogue import (
     MODELS,
     assemble,
     assemble_chunks,

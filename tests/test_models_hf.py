@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kbqa.backends.catalogue import fetch_model
 from kbqa.backends.hf import HFBackend, checkpoint_for, rewrite_for_adapter
-from kbqa.training.fetch import fetch_model
 from kbqa.translators.base import TranslateError
 
 pytest.importorskip("transformers", reason="the hf extra (transformers, peft, gguf) is not installed")

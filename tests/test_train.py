@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.training.fetch import fetch_model
+from kbqa.backends.catalogue import fetch_model
 from kbqa.training.train import TrainConfig, batch_indices, load_pairs
 from kbqa.translators.base import TranslateError
 

@@ -13,12 +13,14 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
-from kbqa.settings import TranslatorSettings
-from kbqa.training.fetch import MODELS, is_fetched, model_path, models_dir
-from kbqa.translators.base import TranslateError
+from kbqa.backends.catalogue import MODELS, is_fetched, model_path, models_dir
+
+if TYPE_CHECKING:
+    from kbqa.settings import TranslatorSettings
 
 log = logging.getLogger(__name__)
 

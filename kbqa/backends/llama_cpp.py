@@ -14,12 +14,14 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
-from kbqa.settings import TranslatorSettings
-from kbqa.training.fetch import resolve_model
-from kbqa.translators.base import TranslateError
+from kbqa.backends.catalogue import resolve_model
+
+if TYPE_CHECKING:
+    from kbqa.settings import TranslatorSettings
 
 log = logging.getLogger(__name__)
 

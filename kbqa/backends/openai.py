@@ -11,12 +11,14 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
-from kbqa.settings import TranslatorSettings
-from kbqa.translators.base import TranslateError
+
+if TYPE_CHECKING:
+    from kbqa.settings import TranslatorSettings
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from kbqa.training.fetch import fetch_model, list_models
+    from kbqa.backends.catalogue import fetch_model, list_models
 
     verb = getattr(args, "models_verb", None)
     if verb == "list":

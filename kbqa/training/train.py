@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.hf import ADAPTER_META, checkpoint_for, cpu_bf16
-from kbqa.translators.base import TranslateError
 
 # The adapter's prompt: short, because on a CPU every prompt token is paid at each step; the `hf`
 # backend rewrites prompts to this layout when it loads an adapter carrying it.

@@ -2,27 +2,16 @@
 
 A factory is `make(settings, store_dir, *, store, memory) -> Translator` (settings: `kbqa.settings.TranslatorSettings`):
 the engine (`Engine.translator`) hands over its own query worker and label memory so that a process opens each
-once. Adding a translator is one module plus one `TRANSLATORS.add` line here. The `model` translator (prompts with few-shot cases, a GBNF grammar, repair turns)
+once. Adding a translator is one module plus one `TRANSLATORS.add` line in `kbqa/registry.py`. The `model` translator (prompts with few-shot cases, a GBNF grammar, repair turns)
 runs over a model backend (`kbqa.backends.BACKENDS`: `--backend` / KBQA_BACKEND names which).
 """
 
 from __future__ import annotations
 
-from kbqa.registry import Registry
+# The table lives in kbqa/registry.py, below the settings that validate names against it; add a translator there.
+from kbqa.registry import TRANSLATORS
 
-TRANSLATORS = Registry("translator")
-TRANSLATORS.add("cases", "no model: the nearest solved questions of the store's case bank, slots re-filled",
-                "kbqa.translators.cases:make")
-TRANSLATORS.add("explore", "no model: query graphs proposed by the knowledge graph itself, checked by execution "
-                "and ranked (works on any RDF graph, no solved case needed)", "kbqa.translators.explore:make")
-TRANSLATORS.add("model", "a model writes the front-end text (--backend: llama-cpp, openai, hf), with few-shot cases, "
-                "a GBNF grammar and repair turns", "kbqa.translators.model:make")
-TRANSLATORS.add("structure", "no model: the query skeleton and slots learned from the Wikidata train sets (for "
-                "questions whose facts the store lacks; query-level Wikidata benchmarks)",
-                "kbqa.translators.structure.translator:make")
-TRANSLATORS.add("replay", "recorded model outputs from a JSONL file (id, output), for offline evaluation",
-                "kbqa.translators.replay:make")
-
+__all__ = ["TRANSLATORS", "translator_names"]
 
 def translator_names() -> tuple[str, ...]:
     """The names a translator reports in results and /healthz: the translators, then each model backend (the model

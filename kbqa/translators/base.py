@@ -6,18 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_dumps.stage_errors import EXIT_BACKEND, KBQAError
+from kb_dumps.stage_errors import TranslateError  # noqa: F401 - the translators' error, named with their interface
 from kbqa.frontends import FRONTENDS
-
-
-class TranslateError(KBQAError):
-    """A translator or backend failed (server down, timeout, missing replay id, empty case bank)."""
-
-    exit_code = EXIT_BACKEND
-
-    def __init__(self, message: str, **kw: Any):
-        kw.setdefault("stage", "translate")
-        super().__init__(message, **kw)
 
 
 @dataclass

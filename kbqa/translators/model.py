@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbqa.backends.base import Backend
-from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import CaseBank
 from kbqa.translators.grammars import grammar_for
@@ -19,6 +18,7 @@ from kbqa.translators.prompts import FORMATS, build_prompt
 if TYPE_CHECKING:
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.store_types import Store
+    from kbqa.settings import TranslatorSettings
 
 
 class ModelTranslator(Translator):

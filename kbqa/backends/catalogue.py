@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kbqa.translators.base import TranslateError
+from kb_dumps.stage_errors import TranslateError
 
 _CHUNK_RE = re.compile(r"(?:^|/)data/part(\d+)\.bin$")
 _BUF = 1 << 20
