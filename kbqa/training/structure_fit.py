@@ -70,22 +70,58 @@ def normalize_index(text: str, label: str) -> tuple[int, int] | None:
     return None
 
 
-def bank_rows(examples: list[Example], store_dir: Path) -> list[dict[str, Any]]:
+def bank_rows(examples: list[Example], store_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The bank rows and the mention prior learned from the same questions (which names that match a span of a
+    question were its gold entity: `MentionPrior`, as the case bank learns it)."""
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.layout import StoreLayout
+    from kbqa.translators.mentions import MentionDetector, MentionPrior, open_lexicon, tokenize
 
     memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
     try:
         iris = {WD + s.value[3:] for e in examples for s in e.skeleton.slots if s.kind == "entity"}
-        labels = {r.id: r.label for r in memory.get_many(iris).values()}
+        rows_by_iri = memory.get_many(iris)
+        labels = {r.id: r.label for r in rows_by_iri.values()}
+        names = {r.id: {normalize(x) for x in [r.label, *r.aliases] if x} for r in rows_by_iri.values()}
+        detector = MentionDetector(open_lexicon(store_dir), memory)
+        prior = MentionPrior()
+        for e in examples:
+            gold = set().union(*[names.get(WD + s.value[3:], set()) for s in e.skeleton.slots
+                                 if s.kind == "entity"] or [set()])
+            toks = tokenize(e.question)
+            inside: set[int] = set()
+            matched: dict[str, bool] = {}
+            for i, j, _start, _end, norm, _hits in detector.exact_spans(e.question):
+                is_gold = norm in gold
+                matched[norm] = matched.get(norm, False) or is_gold
+                if is_gold:
+                    inside |= set(range(i, j))
+            prior.observe(matched, [t[2] for t in toks], inside)
     finally:
         memory.close()
+    prior_data = {"spans": prior.spans, "words": {w: c for w, c in prior.words.items() if c[1] >= 3}}
     rows = []
     for e in examples:
         ents = [labels.get(WD + s.value[3:], "") for s in e.skeleton.slots if s.kind == "entity"]
-        rows.append({"id": e.id, "masked": masked_question(e.question, ents), "skeleton": e.skeleton.text,
-                     "slots": slot_values(e.skeleton)})
-    return rows
+        row = {"id": e.id, "masked": masked_question(e.question, ents), "skeleton": e.skeleton.text,
+               "slots": slot_values(e.skeleton)}
+        order = entity_order(e.question, ents)
+        if order:
+            row["entity_order"] = order
+        rows.append(row)
+    return rows, prior_data
+
+
+def entity_order(question: str, labels: list[str]) -> str | None:
+    """Which mention, in question order, fills each entity slot ("1,0": E1 is the second named), when every
+    slot's label is found in the question at distinct places."""
+    if len(labels) < 2:
+        return None
+    spans = [normalize_index(question, x) if x else None for x in labels]
+    if any(s is None for s in spans) or len({s[0] for s in spans if s}) < len(spans):
+        return None
+    starts = sorted(s[0] for s in spans if s)
+    return ",".join(str(starts.index(s[0])) for s in spans if s)
 
 
 def slot_values(sk: Skeleton) -> dict[str, str]:
@@ -107,7 +143,7 @@ def fit_property_scorer(bank: Bank, examples: list[Example], names: PropertyName
         for slot, gold in row["slots"].items():
             if not slot.startswith("R"):
                 continue
-            feats = property_features(row["skeleton"], slot, examples[i].question, vec, bank, names, neighbours,
+            feats = property_features(row["skeleton"], slot, row["masked"], bank, names, neighbours,
                                       leave_out=row)
             n += 1
             for pid, f in feats.items():
@@ -123,17 +159,20 @@ def fit_property_scorer(bank: Bank, examples: list[Example], names: PropertyName
 
 
 def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[str] | None = None,
-            exclude_questions: set[str] | None = None, log: Any = None) -> dict[str, Any]:
+            exclude_questions: set[str] | None = None, log: Any = None,
+            skeleton_model: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every model of the structure translator, as the JSON-ready dict `StructureModel` reads."""
     t0 = time.perf_counter()
     embedder = get_embedder(None)
     examples = load_examples(exclude_sets, exclude_ids, exclude_questions)
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     say(f"{len(examples)} train examples ({time.perf_counter() - t0:.0f} s)")
-    skel = fit_skeleton_model(examples, c, embedder)
+    skel = skeleton_model or fit_skeleton_model(examples, c, embedder)
     say(f"skeleton chooser: {len(skel['classes'])} skeletons, {len(skel['words'])} word features "
         f"({time.perf_counter() - t0:.0f} s)")
-    rows = bank_rows(examples, store_dir)
+    rows, mention_prior = bank_rows(examples, store_dir)
+    say(f"bank and mention prior: {len(rows)} questions, {len(mention_prior['spans'])} spans "
+        f"({time.perf_counter() - t0:.0f} s)")
     bank = Bank(rows, embedder)
     with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
         names = PropertyNames(json.load(f), embedder)
@@ -141,7 +180,7 @@ def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[
     say(f"property scorer: {scorer} ({time.perf_counter() - t0:.0f} s)")
     return {"format": "structure-model/1", "sets": sorted(set(TRAIN_SETS) - exclude_sets),
             "excluded_sets": sorted(exclude_sets), "n_examples": len(examples), "c": c,
-            "skeleton": skel, "bank": rows, "property_scorer": scorer}
+            "skeleton": skel, "bank": rows, "property_scorer": scorer, "mention_prior": mention_prior}
 
 
 def write(model: dict[str, Any], path: Path) -> None:
@@ -156,6 +195,9 @@ def main() -> int:
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="store whose label memory names the entities")
     p.add_argument("--exclude-sets", default="", help=f"comma-separated, of {', '.join(TRAIN_SETS)}")
     p.add_argument("--c", type=float, default=2.0, help="inverse regularisation of the skeleton chooser")
+    p.add_argument("--reuse-skeleton", type=Path, default=None,
+                   help="take the skeleton chooser from this model file (fitted with the same exclusions) instead of "
+                        "fitting it again")
     p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
     args = p.parse_args()
     exclude = {s for s in args.exclude_sets.split(",") if s}
@@ -164,7 +206,14 @@ def main() -> int:
         for c in [float(x) for x in args.kfold.split(",")]:
             print(f"C={c}: 3-fold skeleton accuracy {kfold_accuracy(examples, c):.4f}", flush=True)
         return 0
-    model = fit_all(exclude, args.store, args.c)
+    reuse = None
+    if args.reuse_skeleton:
+        with gzip.open(args.reuse_skeleton, "rt", encoding="utf-8") as f:
+            old = json.load(f)
+        if sorted(old.get("excluded_sets") or []) != sorted(exclude):
+            p.error(f"{args.reuse_skeleton} was fitted without {old.get('excluded_sets')}, not {sorted(exclude)}")
+        reuse = old["skeleton"]
+    model = fit_all(exclude, args.store, args.c, skeleton_model=reuse)
     write(model, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", file=sys.stderr)
     return 0

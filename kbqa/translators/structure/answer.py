@@ -17,7 +17,7 @@ from typing import Any
 
 from eval.skeleton import fill
 from grounding.embedder import get_embedder
-from kbqa.translators.mentions import MentionDetector, choose, mask
+from kbqa.translators.mentions import MentionDetector, MentionPrior, choose, mask
 from kbqa.translators.structure.model import SkeletonModel
 from kbqa.translators.structure.slots import (
     Bank,
@@ -79,6 +79,8 @@ class StructureModel:
         self.bank = Bank(data["bank"], self.embedder)
         self.names = PropertyNames(properties, self.embedder)
         self.scorer = PropertyScorer(data["property_scorer"]["weights"], data["property_scorer"].get("bias", 0.0))
+        prior = data.get("mention_prior") or {}
+        self.mention_prior = MentionPrior(spans=prior.get("spans", {}), words=prior.get("words", {}))
 
     @classmethod
     def load(cls, path: str | Path = MODEL_PATH, properties: str | Path = PROPERTIES_PATH,
@@ -109,6 +111,14 @@ class StructureModel:
         names = slot_names(sk)
         n_ent = sum(1 for n in names if n.startswith("E"))
         picked = sorted(choose(mentions, n_ent), key=lambda m: m.start) if n_ent else []
+        order_note = ""
+        orders = self.bank.entity_orders.get(sk)
+        if orders and len(picked) == n_ent:
+            order, seen = orders.most_common(1)[0]
+            perm = [int(x) for x in order.split(",")]
+            if sorted(perm) == list(range(n_ent)):
+                picked = [picked[k] for k in perm]
+                order_note = f" (slot order {order}: {seen} of {sum(orders.values())} train questions)"
         fills: list[SlotFill] = []
         values: dict[str, str] = {}
         ent_conf = 1.0
@@ -116,7 +126,7 @@ class StructureModel:
             if i < len(picked):
                 m = picked[i]
                 alts = [(c.id.replace(WD, "wd:"), float(c.match)) for c in m.candidates[:5]]
-                fills.append(SlotFill(name, alts[0][0] if alts else None, alts, f"mention '{m.text}'"))
+                fills.append(SlotFill(name, alts[0][0] if alts else None, alts, f"mention '{m.text}'{order_note}"))
                 if alts:
                     values[name] = alts[0][0]
                 ent_conf *= min(1.0, 0.3 + m.score)
@@ -129,8 +139,7 @@ class StructureModel:
         used: set[str] = set()
         prop_conf = 1.0
         for name in (n for n in names if n.startswith("R")):
-            ranked = self.scorer.rank(property_features(sk, name, question, vector, self.bank, self.names,
-                                                        neighbours))
+            ranked = self.scorer.rank(property_features(sk, name, masked, self.bank, self.names, neighbours))
             ranked = [(p, s) for p, s in ranked if p not in used] or ranked
             if ranked:
                 values[name] = ranked[0][0]

@@ -22,7 +22,7 @@ from kbqa.translators.structure.features import content_words, words
 
 KNN = 40
 CANDIDATES = 12
-FEATURES = ("knn_slot", "knn_any", "lex", "prior", "emb")
+FEATURES = ("knn_slot", "knn_any", "lex", "prior", "phrase", "phrase_words")
 
 
 def stem(w: str) -> str:
@@ -50,9 +50,11 @@ class PropertyNames:
         self.props = props
         self.ids = list(props)
         self.words: dict[str, list[set[str]]] = {}
+        self.phrases: dict[str, list[str]] = {}
         by_stem: dict[str, set[str]] = defaultdict(set)
         for pid, p in props.items():
             names = [p.get("label") or ""] + list(p.get("aliases") or [])
+            self.phrases[pid] = [f" {' '.join(words(n))} " for n in names if n and words(n)]
             sets = [{stem(w) for w in content_words(n)} for n in names if n]
             self.words[pid] = [s for s in sets if s]
             for s in self.words[pid]:
@@ -72,6 +74,10 @@ class PropertyNames:
                 out[pid] = max(len(s & question_stems) / len(s) for s in self.words[pid])
         return out
 
+    def phrase(self, pid: str, padded_question: str) -> int:
+        """Words of the longest name of `pid` written as a phrase in the question (0: none)."""
+        return max((len(n.split()) for n in self.phrases.get(pid, ()) if n in padded_question), default=0)
+
 
 class Bank:
     """The solved questions the models were fitted on: masked text, skeleton and slot values, embedded once."""
@@ -81,7 +87,10 @@ class Bank:
         self.vectors = embedder.encode([r["masked"] for r in rows]) if rows else np.zeros((0, embedder.dim))
         self.slot_prior: dict[tuple[str, str], Counter] = defaultdict(Counter)
         self.literal_values: dict[tuple[str, str], Counter] = defaultdict(Counter)
+        self.entity_orders: dict[str, Counter] = defaultdict(Counter)
         for r in rows:
+            if r.get("entity_order"):
+                self.entity_orders[r["skeleton"]][r["entity_order"]] += 1
             for name, value in r["slots"].items():
                 if name.startswith("R"):
                     self.slot_prior[(r["skeleton"], name)][value] += 1
@@ -96,10 +105,11 @@ class Bank:
         return [(int(i), float(sims[i])) for i in order if not exclude or int(i) not in exclude][:k]
 
 
-def property_features(skeleton: str, slot: str, question: str, masked_vector: np.ndarray, bank: Bank,
+def property_features(skeleton: str, slot: str, question: str, bank: Bank,
                       names: PropertyNames, neighbours: list[tuple[int, float]],
                       leave_out: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
-    """Candidate pid -> feature values for one property slot (`leave_out`: the bank row of the question itself,
+    """Candidate pid -> feature values for one property slot of `question` (entity mentions masked: their words
+    name no property) (`leave_out`: the bank row of the question itself,
     whose own counts are taken out when features of a training question are computed)."""
     slot_votes: Counter = Counter()
     any_votes: Counter = Counter()
@@ -121,15 +131,19 @@ def property_features(skeleton: str, slot: str, question: str, masked_vector: np
     n_prior = sum(prior.values()) or 1
     q_stems = {stem(w) for w in content_words(question)}
     lex = names.lexical(q_stems)
+    padded = f" {' '.join(words(question))} "
+    phrase = {p: names.phrase(p, padded) for p in lex}
+    by_lex = sorted(lex, key=lambda p: (-phrase[p], -lex[p], p))[:CANDIDATES * 2]
     cands = set(slot_votes) | {p for p, _ in any_votes.most_common(CANDIDATES)} | \
-        {p for p, _ in prior.most_common(CANDIDATES) if prior[p] > 0} | \
-        {p for p, _ in sorted(lex.items(), key=lambda kv: -kv[1])[:CANDIDATES * 2]}
+        {p for p, _ in prior.most_common(CANDIDATES) if prior[p] > 0} | set(by_lex)
     out = {}
     for pid in cands:
         if pid not in names.props:
             continue
+        n_phrase = phrase.get(pid, 0)
         out[pid] = {"knn_slot": slot_votes[pid] / total, "knn_any": any_votes[pid] / total, "lex": lex.get(pid, 0.0),
-                    "prior": float(np.log((max(prior[pid], 0) + 0.1) / n_prior)), "emb": 0.0}
+                    "prior": float(np.log((max(prior[pid], 0) + 0.1) / n_prior)), "phrase": float(n_phrase > 0),
+                    "phrase_words": min(n_phrase, 5) / 5}
     return out
 
 
