@@ -312,18 +312,18 @@ def speed(args: argparse.Namespace) -> dict:
     saved_build = tmp / "build.json"
     reuse = args.reuse_index and saved_build.is_file()
     mem = None if reuse else LabelMemory(tmp / "labels.sqlite")
-    gen = mem.begin_generation() if mem else 0
+    gen = mem.begin_generation() if mem is not None else 0
     t0 = time.perf_counter()
     labels: list[str] = []  # every label, for the rapidfuzz baseline (row i: real[i] or the synthetic S{i})
     chunk: dict[str, dict] = {}
     for r in generated_rows(real, args.rows, rng):  # also when reused: the queries come from the same generator
         labels.append(r[2])
-        if mem:
+        if mem is not None:
             chunk[WD + r[0]] = {"label": r[2], "description": r[3], "kind": r[1]}
             if len(chunk) >= 50_000:
                 mem.merge_texts(chunk, gen)
                 chunk = {}
-    if mem:
+    if mem is not None:
         if chunk:
             mem.merge_texts(chunk, gen)
         mem.commit()
