@@ -14,8 +14,10 @@ Per question: the translator's DeSQ compiled by `Engine.compile(..., execute=Fal
 structure --no-execute` does) and compared with the gold query by eval/query_metrics.py: triple-pattern F1, exact
 structural match, property F1, entity F1; skeleton accuracy = the chosen skeleton equals eval/skeleton.py's skeleton
 of the gold query; an unparseable or missing prediction scores 0 everywhere. Seconds per question: translate + compile.
-`--before N`: the default translator (`explore`, with the store's case bank if one is built; a bank holding the
-scored set is reported as such) on the first N scored questions of each set, in the same run.
+`--before N`: the default translator (`explore`) on the first N scored questions of each set, in the same run, over
+`--before-store` — a copy of the store whose case bank was built without the four measured sets (`kbqa cases build
+--limit 5000 --exclude-set lcquad2-dev --exclude-set wwq-dev --exclude-set qald7-train --exclude-set qald9plus-train`);
+the scored questions are excluded by id and text as well (`Translator.exclude`, as `kbqa eval` does).
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def main() -> int:
     p.add_argument("--qald-model", type=Path, default=Path("/tmp/kbqa-bench-structure/model-no-qald.json.gz"),
                    help="structure model fitted without QALD-7 / QALD-9-plus (fitted here when missing)")
     p.add_argument("--before", type=int, default=0, help="also run the default translator on N questions per set")
+    p.add_argument("--before-store", type=Path, default=None,
+                   help="store for --before (default: --store): a copy whose case bank leaves the measured sets out")
     p.add_argument("--out", type=Path, default=None, help="folder for rows.jsonl and summary.json")
     args = p.parse_args()
     from kbqa.pipeline import Engine
@@ -132,9 +136,11 @@ def main() -> int:
                           for r in scored]
             print(f"{name}: {len(scored)} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
             if args.before:
-                x = engine.translator
-                x.exclude({r.id for r in scored}, {q for r in scored for q in r.questions.values()})
-                before[name] = [run_before(engine, x, r) for r in scored[:args.before]]
+                with Engine(store=args.before_store or args.store) as other:
+                    x = other.translator
+                    x.exclude({r.id for r in scored}, {q for r in scored for q in r.questions.values()})
+                    before[name] = [run_before(other, x, r) for r in scored[:args.before]]
+                print(f"{name}: before, {len(before[name])} questions", file=sys.stderr, flush=True)
     table: dict[str, Any] = {}
     cols = ("n", "triples_f1", "exact", "property_f1", "entity_f1", "skeleton_acc", "p50_s")
     print("query level (no execution), `structure` translator" + (" vs the default translator" if before else ""))

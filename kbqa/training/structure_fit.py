@@ -31,6 +31,7 @@ from grounding.text import normalize
 from kbqa.training.structure_data import TRAIN_SETS, Example, load_examples
 from kbqa.training.structure_skeleton_fit import fit_skeleton_model, kfold_accuracy
 from kbqa.translators.structure.answer import MODEL_PATH, PROPERTIES_PATH
+from kbqa.translators.structure.features import mention_features
 from kbqa.translators.structure.slots import FEATURES, Bank, PropertyNames, property_features
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +125,21 @@ def entity_order(question: str, labels: list[str]) -> str | None:
     return ",".join(str(starts.index(s[0])) for s in spans if s)
 
 
+def mention_extras(examples: list[Example], store_dir: Path, prior: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each example's mention features (`mention_features`), with the learned mention prior, as at query time."""
+    from kb_dumps.label_memory import LabelMemory
+    from kb_dumps.layout import StoreLayout
+    from kbqa.translators.mentions import MentionDetector, MentionPrior, open_lexicon
+
+    memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+    try:
+        detector = MentionDetector(open_lexicon(store_dir), memory,
+                                   MentionPrior(spans=prior["spans"], words=prior["words"]))
+        return {e.id: tuple(mention_features(detector.detect(e.question))) for e in examples}
+    finally:
+        memory.close()
+
+
 def slot_values(sk: Skeleton) -> dict[str, str]:
     return {s.name: s.value for s in sk.slots if s.kind != "entity"}
 
@@ -167,11 +183,12 @@ def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[
     examples = load_examples(exclude_sets, exclude_ids, exclude_questions)
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     say(f"{len(examples)} train examples ({time.perf_counter() - t0:.0f} s)")
-    skel = skeleton_model or fit_skeleton_model(examples, c, embedder)
-    say(f"skeleton chooser: {len(skel['classes'])} skeletons, {len(skel['words'])} word features "
-        f"({time.perf_counter() - t0:.0f} s)")
     rows, mention_prior = bank_rows(examples, store_dir)
     say(f"bank and mention prior: {len(rows)} questions, {len(mention_prior['spans'])} spans "
+        f"({time.perf_counter() - t0:.0f} s)")
+    skel = skeleton_model or fit_skeleton_model(examples, c, embedder,
+                                                mention_extras(examples, store_dir, mention_prior))
+    say(f"skeleton chooser: {len(skel['classes'])} skeletons, {len(skel['words'])} word features "
         f"({time.perf_counter() - t0:.0f} s)")
     bank = Bank(rows, embedder)
     with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
@@ -199,12 +216,15 @@ def main() -> int:
                    help="take the skeleton chooser from this model file (fitted with the same exclusions) instead of "
                         "fitting it again")
     p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
+    p.add_argument("--kfold-score-on", default="lcquad2-train", help="train sets whose held-out folds are scored")
     args = p.parse_args()
     exclude = {s for s in args.exclude_sets.split(",") if s}
     if args.kfold:
         examples = load_examples(exclude)
+        extras = mention_extras(examples, args.store, bank_rows(examples, args.store)[1])
         for c in [float(x) for x in args.kfold.split(",")]:
-            print(f"C={c}: 3-fold skeleton accuracy {kfold_accuracy(examples, c):.4f}", flush=True)
+            acc = kfold_accuracy(examples, c, extras=extras, score_on=set(args.kfold_score_on.split(",")))
+            print(f"C={c}: 3-fold skeleton accuracy {acc:.4f} on {args.kfold_score_on}", flush=True)
         return 0
     reuse = None
     if args.reuse_skeleton:

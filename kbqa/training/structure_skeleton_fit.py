@@ -21,12 +21,12 @@ MIN_FEATURE_COUNT = 2
 EMB_SCALE = 4.0  # unit vectors spread over 256 dims: scaled so their weights need no larger steps than words'
 
 
-def design(questions: list[str], vocab: dict[str, int], emb: np.ndarray) -> Any:
+def design(questions: list[str], vocab: dict[str, int], emb: np.ndarray, extras: list[tuple[str, ...]]) -> Any:
     from scipy import sparse
 
     rows, cols = [], []
-    for i, q in enumerate(questions):
-        for f in sparse_features(q):
+    for i, (q, extra) in enumerate(zip(questions, extras, strict=True)):
+        for f in sparse_features(q, extra):
             j = vocab.get(f)
             if j is not None:
                 rows.append(i)
@@ -35,8 +35,9 @@ def design(questions: list[str], vocab: dict[str, int], emb: np.ndarray) -> Any:
     return sparse.hstack([sparse.csr_matrix(emb * EMB_SCALE), bow]).tocsr()
 
 
-def fit_skeleton_model(examples: list[Example], c: float = 2.0, embedder: Any = None) -> dict[str, Any]:
-    """The fitted chooser as a JSON-ready dict."""
+def fit_skeleton_model(examples: list[Example], c: float = 2.0, embedder: Any = None,
+                       extras: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """The fitted chooser as a JSON-ready dict (`extras`: example id -> its mention features)."""
     from sklearn.linear_model import LogisticRegression
 
     embedder = embedder or get_embedder(None)
@@ -44,11 +45,12 @@ def fit_skeleton_model(examples: list[Example], c: float = 2.0, embedder: Any = 
     classes = sorted(s for s, n in counts.items() if n >= MIN_COUNT)
     index = {s: i for i, s in enumerate(classes)}
     train = [e for e in examples if e.skeleton.text in index]
-    feat_counts = Counter(f for e in train for f in sparse_features(e.question))
+    ex_feats = [(extras or {}).get(e.id, ()) for e in train]
+    feat_counts = Counter(f for e, x in zip(train, ex_feats, strict=True) for f in sparse_features(e.question, x))
     vocab = {f: i for i, f in enumerate(sorted(f for f, n in feat_counts.items() if n >= MIN_FEATURE_COUNT))}
     questions = [e.question for e in train]
     emb = embedder.encode(questions)
-    x = design(questions, vocab, emb)
+    x = design(questions, vocab, emb, ex_feats)
     y = np.array([index[e.skeleton.text] for e in train])
     clf = LogisticRegression(C=c, max_iter=150)
     clf.fit(x, y)
@@ -76,7 +78,7 @@ def fit_skeleton_model(examples: list[Example], c: float = 2.0, embedder: Any = 
 
 
 def kfold_accuracy(examples: list[Example], c: float, folds: int = 3, embedder: Any = None,
-                   score_on: set[str] | None = None) -> float:
+                   score_on: set[str] | None = None, extras: dict[str, tuple[str, ...]] | None = None) -> float:
     """Skeleton accuracy of a fit with `c`, by k-fold over the examples (by question; `score_on`: datasets scored)."""
     from kbqa.translators.structure.model import SkeletonModel
 
@@ -85,8 +87,8 @@ def kfold_accuracy(examples: list[Example], c: float, folds: int = 3, embedder: 
     for k in range(folds):
         train = [e for i, e in enumerate(examples) if i % folds != k]
         test = [e for i, e in enumerate(examples) if i % folds == k and (score_on is None or e.dataset in score_on)]
-        model = SkeletonModel(fit_skeleton_model(train, c, embedder), embedder)
-        preds = model.predict_many([e.question for e in test])
+        model = SkeletonModel(fit_skeleton_model(train, c, embedder, extras), embedder)
+        preds = model.predict_many([e.question for e in test], extras=[(extras or {}).get(e.id, ()) for e in test])
         hits += sum(p[0][0] == e.skeleton.text for p, e in zip(preds, test, strict=True))
         total += len(test)
     return hits / total if total else 0.0

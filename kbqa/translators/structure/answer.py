@@ -18,6 +18,7 @@ from typing import Any
 from eval.skeleton import fill
 from grounding.embedder import get_embedder
 from kbqa.translators.mentions import MentionDetector, MentionPrior, choose, mask
+from kbqa.translators.structure.features import mention_features
 from kbqa.translators.structure.model import SkeletonModel
 from kbqa.translators.structure.slots import (
     Bank,
@@ -95,7 +96,7 @@ class StructureModel:
     def answer(self, question: str, detector: MentionDetector | None) -> StructuredAnswer:
         question = " ".join(question.split())
         mentions = detector.detect(question) if detector is not None else []
-        tops = self.chooser.predict(question, top=SKELETONS_TRIED)
+        tops = self.chooser.predict(question, top=SKELETONS_TRIED, extra=tuple(mention_features(mentions)))
         best: StructuredAnswer | None = None
         for rank, (sk, prob) in enumerate(tops):
             cand = self._fill(question, sk, prob, mentions)

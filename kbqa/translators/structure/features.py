@@ -7,6 +7,8 @@ written by shape (`1987` -> `0000`), so a year and a count are features and a pa
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +25,20 @@ def words(question: str) -> list[str]:
     return [_DIGIT.sub("0", normalize(w)) or w for w in _WORD.findall(question)]
 
 
-def sparse_features(question: str) -> list[str]:
-    """Word, bigram and surface features of one question (the sparse part of the skeleton model's input)."""
+def mention_features(mentions: list[Any]) -> list[str]:
+    """How many entities the question names: non-overlapping mentions whose learned prior passes 0.2 / 0.5."""
+    from kbqa.translators.mentions import choose
+
+    out = []
+    for tag, th in (("e2", 0.2), ("e5", 0.5)):
+        k = len(choose([m for m in mentions if m.prior >= th], 4))
+        out.append(f"{tag}:{k}")
+    return out
+
+
+def sparse_features(question: str, extra: Iterable[str] = ()) -> list[str]:
+    """Word, bigram and surface features of one question (the sparse part of the skeleton model's input), plus
+    `extra` ones (`mention_features`)."""
     ws = words(question)
     feats = {f"w:{w}" for w in ws}
     feats |= {f"b:{a}_{b}" for a, b in zip(ws, ws[1:], strict=False)}
@@ -39,6 +53,7 @@ def sparse_features(question: str) -> list[str]:
     if re.search(r"['\"“‘].+?['\"”’]", q):
         feats.add("s:quoted")
     feats.add(f"s:len{min(len(ws) // 4, 6)}")
+    feats.update(extra)
     return sorted(feats)
 
 

@@ -22,11 +22,12 @@ class SkeletonModel:
         self.words = {f: np.asarray(v, dtype=np.float32) for f, v in data["words"].items()}
         self.embedder = embedder
 
-    def scores(self, question: str, vector: np.ndarray | None = None) -> np.ndarray:
-        """Class probabilities for one question (`vector`: its embedding when already computed)."""
+    def scores(self, question: str, vector: np.ndarray | None = None, extra: tuple[str, ...] = ()) -> np.ndarray:
+        """Class probabilities for one question (`vector`: its embedding when already computed; `extra`: its
+        mention features)."""
         v = self.embedder.encode_one(question) if vector is None else vector
         z = self.w_emb @ v + self.bias
-        for f in sparse_features(question):
+        for f in sparse_features(question, extra):
             w = self.words.get(f)
             if w is not None:
                 z = z + w
@@ -34,11 +35,14 @@ class SkeletonModel:
         p = np.exp(z)
         return p / p.sum()
 
-    def predict(self, question: str, top: int = 5, vector: np.ndarray | None = None) -> list[tuple[str, float]]:
-        p = self.scores(question, vector)
+    def predict(self, question: str, top: int = 5, vector: np.ndarray | None = None,
+                extra: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+        p = self.scores(question, vector, extra)
         order = np.argsort(-p)[:top]
         return [(self.classes[i], float(p[i])) for i in order]
 
-    def predict_many(self, questions: list[str], top: int = 5) -> list[list[tuple[str, float]]]:
+    def predict_many(self, questions: list[str], top: int = 5,
+                     extras: list[tuple[str, ...]] | None = None) -> list[list[tuple[str, float]]]:
         vectors = self.embedder.encode(questions)
-        return [self.predict(q, top, v) for q, v in zip(questions, vectors, strict=True)]
+        extras = extras or [()] * len(questions)
+        return [self.predict(q, top, v, x) for q, v, x in zip(questions, vectors, extras, strict=True)]
