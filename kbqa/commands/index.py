@@ -13,6 +13,7 @@ EXAMPLE = """examples:
   kbqa index --store kb/ --rebuild             re-embed every row from scratch
   kbqa index --store kb/ --embedder minilm     embed with MiniLM itself (slower to build and to start)
   kbqa index --store kb/ --format json         print what was done as JSON
+  kbqa index --store kb/ --vector-store compact  int8 vectors on disk (the default from 1M labels)
   kbqa index --store kb/ --vector-store milvus:http://127.0.0.1:19530
                                                vectors in a Milvus server (large KBs; grounding/README.md)"""
 
@@ -20,7 +21,7 @@ EXAMPLE = """examples:
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "index", help="build the grounding index of a store",
-        description="Embed the label memory (label: description, and each alias) into an HNSW vector index and "
+        description="Embed the label memory (label: description, and each alias) into a vector index and "
                     "build the lexical index, under <store>/index/. Rows added by `kbqa ingest --append` are "
                     "embedded incrementally. Also rebuilds the schema and value memory (<store>/schema/: classes, "
                     "predicates, quotable literals) that the explore translator reads.",
@@ -34,9 +35,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--batch-size", type=integer(1, 1_000_000, "a batch size"), default=None,
                    help="texts per embedding batch (default: the embedder's; 64 for MiniLM)")
     p.add_argument("--vector-store", type=_vector_store, default=None, metavar="SPEC",
-                   help="where the vectors go: hnsw (the default: hnswlib files in the index folder), milvus (a Milvus "
-                        "Lite database in the index folder), milvus:PATH.db (one there), milvus:http://host:19530 (a "
-                        "Milvus server; the milvus extra); default: as the existing index (a change rebuilds)")
+                   help="where the vectors go: hnsw (hnswlib files in the index folder, in memory), compact (int8 "
+                        "vectors in lists in the index folder, read per query: bounded memory for 1M+ labels), milvus "
+                        "(a Milvus Lite database in the index folder), milvus:PATH.db (one there), "
+                        "milvus:http://host:19530 (a Milvus server; the milvus extra); default: as the existing index "
+                        "(a change rebuilds), for a new one hnsw below 1M labels and compact from 1M")
     add_format_flag(p)
     return p
 
