@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kbqa" / "translators" / "explore"
 PREFIX = "kbqa.translators.explore"
 # top to bottom: a layer may import the layers below it, never one above
-LAYERS = ["translator", "fallback", "rank", "features", "lower", "propose", "link", "context|query"]
+LAYERS = ["translator", "fallback", "rank", "features", "lower", "propose", "link", "context|query|probes"]
 
 
 def module_name(path: Path) -> str:
@@ -26,6 +26,9 @@ def imports(path: Path) -> list[tuple[str, list[str]]]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PREFIX):
             out.append((node.module, [a.name for a in node.names]))
+            # `from kbqa.translators.explore import probes`: an import of that module
+            out += [(f"{node.module}.{a.name}", []) for a in node.names
+                    if (PACKAGE / Path(*f"{node.module}.{a.name}"[len(PREFIX) + 1:].split("."))).with_suffix(".py").is_file()]
         elif isinstance(node, ast.Import):
             out += [(a.name, []) for a in node.names if a.name.startswith(PREFIX)]
     return out

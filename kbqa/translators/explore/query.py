@@ -73,6 +73,7 @@ class Graph:
     score: float = 0.0
     rows: int | None = None  # answers found by the execution check
     result: Any = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
+    lowered: Any = field(default=None, repr=False, compare=False)  # its Plan, once lowered (lower/text.py)
 
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb_dumps.errors import KBQAError
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.mentions import mask
 
@@ -61,8 +62,9 @@ class FactsCheck:
             if slot is None or not slot.uri:
                 continue
             item, prop = x.profile.expand(slot.uri), x.profile.expand(chk.property)
-            q = (f"ASK {{ <{item}> <{prop}> ?o }}" if chk.position == "subject" else
-                 f"ASK {{ ?s <{prop}> <{item}> }}")
+            q = probes.has_fact(item, prop, subject=chk.position == "subject")
+            if q is None:  # an IRI no query can hold: says nothing either way
+                continue
             try:
                 if not x.store.query(q, timeout_s=1.0).boolean:
                     return False

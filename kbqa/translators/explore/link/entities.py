@@ -10,6 +10,7 @@ from typing import Any
 
 from grounding.text import normalize
 from kb_dumps.errors import KBQAError
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.names import name_variants
 from kbqa.translators.explore.link.words import Link
@@ -140,18 +141,19 @@ class EntityLinker:
         """Of items named alike, the one the KG links to most (a stray duplicate is rarely used)."""
         if len(links) <= 1:
             return links[0] if links else None
-        iris = " ".join(f"<{lk.iri}>" for lk in links)
+        q = probes.uses([lk.iri for lk in links])
+        if q is None:
+            return links[0]
         try:
-            rows = self.ctx.store.query(f"SELECT ?x (COUNT(?s) AS ?n) WHERE {{ VALUES ?x {{ {iris} }} ?s ?p ?x }} "
-                                    "GROUP BY ?x", timeout_s=1.0).to_dict()["rows"]
+            rows = self.ctx.store.query(q, timeout_s=1.0).to_dict()["rows"]
         except KBQAError:
             return links[0]
         used = {r[0]["value"]: int(r[1]["value"]) for r in rows if r[0] and r[1]}
         return max(links, key=lambda lk: used.get(lk.iri, 0))
 
     def _is_a(self, item: str, cls: str) -> bool:
+        q = probes.is_a(item, self.ctx.schema.type_predicate, cls)
         try:
-            return bool(self.ctx.store.query(f"ASK {{ <{item}> <{self.ctx.schema.type_predicate}> <{cls}> }}",
-                                         timeout_s=1.0).boolean)
+            return q is not None and bool(self.ctx.store.query(q, timeout_s=1.0).boolean)
         except KBQAError:  # a failing probe just means "not known to be"
             return False

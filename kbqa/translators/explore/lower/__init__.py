@@ -1,7 +1,9 @@
-"""The lower stage: a query graph written out.
+"""The lower stage: a query graph lowered to the Plan (`assembler/plan.py`) and written out.
 
-- `patterns.py`: the graph's patterns with one term writer (DeSQ placeholders or SPARQL IRIs);
-- `groups.py`: the patterns of property-group graphs;
-- `text.py`: `write` (DeSQ or SPARQL) and `verbalise` (one line for the ranker and the chooser);
+- `patterns.py`: the graph's Plan nodes, each atomic constraint with its sentence; every confirmed IRI a
+  placeholder that carries it;
+- `groups.py`: the Plan nodes of property-group graphs;
+- `text.py`: `lower` (the Plan), `write` (DeSQ by `kbqa/frontends/desq_writer.py`, or SPARQL by the assembler's
+  writer with the confirmed IRIs) and `verbalise` (one line for the ranker and the chooser);
 - `result.py`: the translation result the Engine compiles (DeSQ + what the search did).
 """

@@ -1,18 +1,32 @@
-"""Writing property-group graphs (propose/groups.py): a word that names a super-property stands for the set of its
-`rdfs:subPropertyOf` sub-properties; the patterns, head and modifiers for SPARQL or DeSQ."""
+"""Property-group graphs (propose/groups.py) lowered to Plan nodes: a word that names a super-property stands for
+the set of its `rdfs:subPropertyOf` sub-properties; the patterns, the query and the first sentence."""
 
 from __future__ import annotations
 
+from assembler.plan import (
+    IRI,
+    Aggregate,
+    BinaryOp,
+    Call,
+    Filter,
+    Node,
+    OrderKey,
+    Projection,
+    Query,
+    SubQuery,
+    Triple,
+    Var,
+)
 from grounding.schema import SUB_PROPERTY_OF
-from kbqa.translators.explore.lower.patterns import Body, Writer, constraint_patterns
+from kbqa.translators.explore.lower.patterns import Body, Writer, constraint_patterns, number, select
 from kbqa.translators.explore.query import Graph
 
 # "superior on most attributes": the share of attributes on which the first item is higher must pass this
 MAJORITY = 0.5
 
 
-def write_group(w: Writer, g: Graph) -> tuple[Body, str, list[str], str]:
-    """Patterns, head, modifiers and the first sentence of a property-group graph."""
+def write_group(w: Writer, g: Graph) -> tuple[Body, Query, str]:
+    """Patterns, the query (no WHERE yet) and the first sentence of a property-group graph."""
     schema = w.schema
     if g.parts:
         return _write_compared(w, g)
@@ -22,61 +36,73 @@ def write_group(w: Writer, g: Graph) -> tuple[Body, str, list[str], str]:
     body.extend(_members(w, g.pred_set or "", w.vars[()], pvar, value))
     fn = g.aggs[0][0]
     group_label = (schema.groups or {}).get(g.pred_set or "", {}).get("label", "group")
+    agg = Projection(Aggregate(fn, value), Var("agg1"))
     if g.group and g.order is not None:
-        head = f"SELECT {pvar} ({fn}({value}) AS ?agg1)"
-        mods = [f"GROUP BY {pvar}", f"ORDER BY {'DESC' if g.order[1] else 'ASC'}(?agg1)", f"LIMIT {g.limit or 1}"]
+        q = select([pvar, agg], [])
+        q.group_by, q.order_by, q.limit = [pvar], [OrderKey(Var("agg1"), g.order[1], ac="AC1")], g.limit or 1
         first = (f"we need the {group_label} attribute with the {'highest' if g.order[1] else 'lowest'} "
                  f"{_fn_word(fn)} value")
     elif g.group:
-        head, mods = f"SELECT ({fn}({value}) AS ?agg1)", [f"GROUP BY {w.vars[()]}"]
+        q = select([agg], [])
+        q.group_by = [w.vars[()]]
         first = f"we need the {_fn_word(fn)} of the {group_label} values for each {focus_label}"
     else:
-        head, mods = f"SELECT ({fn}({value}) AS ?agg1)", []
+        q = select([agg], [])
         first = f"we need the {_fn_word(fn)} of the {group_label} values"
-    return body, head, mods, first
+    return body, q, first
 
 
-def _members(w: Writer, group: str, item: str, pvar: str, value: str) -> Body:
+def _members(w: Writer, group: str, item: Var, pvar: Var, value: Var) -> Body:
     """`item pvar value` where pvar is a sub-property of the group and the value a number."""
     sub = w.term("property", SUB_PROPERTY_OF, "sub property of")
-    grp = _group_iri(group)
-    return [("the attribute is one of the group", [f"{pvar} {sub} {grp} ."]),
-            ("the item has a numeric value of the attribute", [f"{item} {pvar} {value} .",
-                                                                f"FILTER(isNumeric({value}))"])]
+    return [("the attribute is one of the group", [Triple(pvar, sub, _group_iri(group))]),
+            ("the item has a numeric value of the attribute", [Triple(item, pvar, value), _numeric(value)])]
 
 
-def _write_compared(w: Writer, g: Graph) -> tuple[Body, str, list[str], str]:
+def _write_compared(w: Writer, g: Graph) -> tuple[Body, Query, str]:
     a, b = (p.conds[0].value for p in g.parts)
     ta, tb = w.value(a), w.value(b)  # type: ignore[arg-type]
-    sub = w.term("property", SUB_PROPERTY_OF, "sub property of")
-    grp = _group_iri(g.pred_set or "")
+    w.term("property", SUB_PROPERTY_OF, "sub property of")  # its grounding line after the two items'
+    grp = g.pred_set or ""
     names = [w.new_var(), w.new_var()]
     if g.combine and g.combine.startswith("share"):
         op = g.combine[len("share"):]
         p, x, y, q = w.new_var(), w.new_var(), w.new_var(), w.new_var()
+        beats: list[Node] = [Triple(p, _sub(w), _group_iri(grp)), Triple(ta, p, x), Triple(tb, p, y),
+                             Filter(BinaryOp(op, x, y))]
         body: Body = [
             (f"the number of attributes of the group on which {a.label} is {_more(op)} than {b.label}",
-             [f"{{ SELECT (COUNT({p}) AS {names[0]}) WHERE {{ {p} {sub} {grp} . {ta} {p} {x} . {tb} {p} {y} . "
-              f"FILTER({x} {op} {y}) }} }}"]),
-            ("the number of attributes of the group", [f"{{ SELECT (COUNT({q}) AS {names[1]}) WHERE {{ {q} {sub} {grp} . }} }}"]),
-            ("the first is more than half of the second", [f"FILTER(({names[0]} / {names[1]}) > {MAJORITY})"])]
-        return body, "ASK", [], f"we need to know whether {a.label} is {_more(op)} on most attributes of the group"
+             [SubQuery(select([Projection(Aggregate("COUNT", p), names[0])], beats))]),
+            ("the number of attributes of the group",
+             [SubQuery(select([Projection(Aggregate("COUNT", q), names[1])], [Triple(q, _sub(w), _group_iri(grp))]))]),
+            ("the first is more than half of the second",
+             [Filter(BinaryOp(">", BinaryOp("/", names[0], names[1]), number(str(MAJORITY))))])]
+        return body, Query("ask"), f"we need to know whether {a.label} is {_more(op)} on most attributes of the group"
     fn = g.parts[0].aggs[0][0]
     body = []
     for term, t, name in ((ta, a, names[0]), (tb, b, names[1])):
         p, v = w.new_var(), w.new_var()
-        body.append((f"the {_fn_word(fn)} of the group's values of {t.label}",
-                     [f"{{ SELECT ({fn}({v}) AS {name}) WHERE {{ {p} {sub} {grp} . {term} {p} {v} . "
-                      f"FILTER(isNumeric({v})) }} }}"]))
+        items: list[Node] = [Triple(p, _sub(w), _group_iri(grp)), Triple(term, p, v), _numeric(v)]
+        body.append((f"the {_fn_word(fn)} of the group's values of {t.label}",  # type: ignore[union-attr]
+                     [SubQuery(select([Projection(Aggregate(fn, v), name)], items))]))
     op = g.combine or ">"
-    body.append((f"the first is {_more(op)} than the second", [f"FILTER({names[0]} {op} {names[1]})"]))
-    return body, "ASK", [], "we need to know whether the first number is " + ("greater" if op == ">" else "smaller")
+    body.append((f"the first is {_more(op)} than the second", [Filter(BinaryOp(op, names[0], names[1]))]))
+    return body, Query("ask"), "we need to know whether the first number is " + ("greater" if op == ">" else "smaller")
 
 
-def _group_iri(group: str) -> str:
+def _sub(w: Writer) -> Node:
+    """The sub-property placeholder (a new node for each use: a Plan shares no node)."""
+    return w.term("property", SUB_PROPERTY_OF, "sub property of")
+
+
+def _numeric(value: Var) -> Filter:
+    return Filter(Call("ISNUMERIC", [value]))
+
+
+def _group_iri(group: str) -> IRI:
     # written as the IRI the search confirmed, not a placeholder: DeSQ allows property placeholders only as
     # predicates, and here the super-property is the object of `rdfs:subPropertyOf`
-    return f"<{group}>"
+    return IRI(group)
 
 
 def _more(op: str) -> str:

@@ -1,38 +1,79 @@
-"""The patterns of a query graph (query.py), written with one term writer: DeSQ placeholders (with a grounding
-line naming the URI the search confirmed) or SPARQL IRIs. `lower/text.py` puts them together as DeSQ or SPARQL;
-one builder writes both, so what was checked is what the pipeline compiles."""
+"""A query graph (query.py) lowered to Plan nodes (`assembler/plan.py`): its triples and filters, the head and
+the solution modifiers, each pattern with the sentence that says it. Every IRI the search confirmed is a
+placeholder whose guessed URI is that IRI (so the DeSQ text carries it); `lower/text.py` writes the Plan as
+DeSQ, and as SPARQL for the execution check through the assembler's writer, so what was checked is what the
+pipeline compiles."""
 
 from __future__ import annotations
 
-import json
 import re
 
+from assembler.plan import (
+    IRI,
+    Aggregate,
+    BinaryOp,
+    Call,
+    Exists,
+    Filter,
+    Group,
+    In,
+    Literal,
+    Node,
+    OrderKey,
+    Placeholder,
+    Projection,
+    Query,
+    SubQuery,
+    Triple,
+    Var,
+)
 from grounding.schema import SchemaMemory, readable_name
 from grounding.text import normalize
-from kbqa.translators.explore.query import Cond, Graph, Path, Term
+from kb_dumps.profiles import XSD
+from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
+
+# (sentence, the Plan items that say it): one atomic constraint each
+Body = list[tuple[str, list[Node]]]
 
 
-def _literal(t: Term) -> str:
+def number(text: str) -> Literal:
+    """A number as the DeSQ reader types it: double with an exponent, decimal with a point, else integer."""
+    bare = text.lstrip("+-")
+    dt = "double" if "e" in bare.lower() else "decimal" if "." in bare else "integer"
+    return Literal(text.replace("+", ""), datatype=XSD + dt)
+
+
+def literal(t: Term) -> Literal:
     if t.kind == "number":
-        return t.value
-    text = json.dumps(t.value, ensure_ascii=False)  # escapes quotes, backslashes and control characters
-    return text + (f"^^<{t.datatype}>" if t.datatype and not t.datatype.endswith("#string") else "")
+        return number(t.value)
+    return Literal(t.value, datatype=t.datatype if t.datatype and not t.datatype.endswith("#string") else None)
+
+
+def select(projection: list[Node], where: list[Node], *, distinct: bool = False) -> Query:
+    """A SELECT; one COUNT alone makes it the `count` form, as the DeSQ reader has it."""
+    q = Query("select", projection, distinct, Group(where))
+    if len(projection) == 1 and isinstance(projection[0], Projection) and \
+            isinstance(projection[0].expr, Aggregate) and projection[0].expr.name == "COUNT":
+        q.form = "count"
+    return q
+
+
+def aggregate(fn: str, target: Var) -> Aggregate:
+    """`COUNT_DISTINCT` counts the different values at its path ("how many different countries")."""
+    return Aggregate("COUNT", target, distinct=True) if fn == "COUNT_DISTINCT" else Aggregate(fn, target)
 
 
 class Writer:
-    """Writes a Graph's patterns with one term writer: DeSQ placeholders or SPARQL IRIs."""
+    """Builds a Graph's Plan nodes: variables per path from the focus (`?var1`), one placeholder per confirmed
+    IRI (with a grounding line's label and description)."""
 
-    def __init__(self, g: Graph, schema: SchemaMemory, desq: bool):
-        self.g, self.schema, self.desq = g, schema, desq
-        self.vars: dict[Path, str] = {(): "?var1"}
-        self.slots: dict[tuple[str, str], str] = {}  # (kind, iri) -> slot name
-        self.grounding: list[str] = []
-        self.acs: list[tuple[str, str]] = []  # (sentence, fragment)
+    def __init__(self, g: Graph, schema: SchemaMemory):
+        self.g, self.schema = g, schema
+        self.vars: dict[Path, Var] = {(): Var("var1")}
+        self.slots: dict[tuple[str, str], Placeholder] = {}  # (kind, iri) -> its placeholder, in first-use order
         self.n = 1
 
-    def term(self, kind: str, iri: str, label: str = "") -> str:
-        if not self.desq:
-            return f"<{iri}>"
+    def term(self, kind: str, iri: str, label: str = "") -> Placeholder:
         key = (kind, iri)
         if key not in self.slots:
             # a DeSQ placeholder name is ASCII ([A-Za-z_][A-Za-z0-9_]*): accents stripped, the rest dropped
@@ -40,14 +81,14 @@ class Writer:
             name = (base or kind)[:24]
             if name[0].isdigit():
                 name = "x" + name
-            used = set(self.slots.values())
+            used = {p.name for p in self.slots.values()}
             k, cand = 2, name
             while cand in used:
                 cand, k = f"{name}_{k}", k + 1
-            self.slots[key] = cand
-            label = label or readable_name(iri)
-            self.grounding.append(f"[{cand}] {kind} | {_bar(label)} | {_bar(self._describe(kind, iri))} | <{iri}>")
-        return f"[{self.slots[key]}]"
+            self.slots[key] = Placeholder(cand, kind, label=label or readable_name(iri),
+                                          description=self._describe(kind, iri), guessed_uri=iri)
+        p = self.slots[key]
+        return Placeholder(p.name, p.kind, label=p.label, description=p.description, guessed_uri=p.guessed_uri)
 
     def _describe(self, kind: str, iri: str) -> str:
         if kind == "class":
@@ -57,52 +98,44 @@ class Writer:
             return f"{info.name} ({'value' if info.literal else 'link'})" if info else "a property"
         return "an item of the knowledge graph"
 
+    def mapping(self) -> dict[str, str]:
+        """Placeholder name -> the IRI the search confirmed (what the execution check runs with)."""
+        return {p.name: p.guessed_uri or "" for p in self.slots.values()}
+
     def pred_label(self, p: str) -> str:
         info = self.schema.predicates.get(p)
         return info.label if info else readable_name(p)
 
-    def new_var(self) -> str:
+    def new_var(self) -> Var:
         self.n += 1
-        return f"?var{self.n}"
+        return Var(f"var{self.n}")
 
-    def walk(self, path: Path, scoped: dict[Path, str] | None = None) -> tuple[str, list[str]]:
+    def step(self, cur: Node, step: Step, nxt: Node) -> Triple:
+        p = self.term("property", step.pred, self.pred_label(step.pred))
+        return Triple(cur, p, nxt) if step.forward else Triple(nxt, p, cur)
+
+    def walk(self, path: Path, scoped: dict[Path, Var] | None = None) -> tuple[Var, list[Node]]:
         """The variable at the end of `path` and the triples that reach it (shared prefixes reuse variables)."""
         table = self.vars if scoped is None else scoped
-        triples, cur = [], table[()] if () in table else self.vars[()]
+        triples: list[Node] = []
+        cur = table[()] if () in table else self.vars[()]
         for i in range(1, len(path) + 1):
             prefix = path[:i]
             if prefix in table:
                 cur = table[prefix]
                 continue
             nxt = self.new_var()
-            step = path[i - 1]
-            p = self.term("property", step.pred, self.pred_label(step.pred))
-            triples.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            triples.append(self.step(cur, path[i - 1], nxt))
             table[prefix], cur = nxt, nxt
         return cur, triples
 
-    def type_triple(self, var: str, cls: str) -> str:
-        label = self.schema.class_label(cls)
-        if self.desq:
-            return f"{var} a {self.term('class', cls, label)} ."
-        return f"{var} <{self.schema.type_predicate}> <{cls}> ."
+    def type_triple(self, var: Var, cls: str) -> Triple:
+        return Triple(var, IRI(self.schema.type_predicate), self.term("class", cls, self.schema.class_label(cls)))
 
-    def value(self, t: Term) -> str:
+    def value(self, t: Term) -> Node:
         if t.kind == "iri":
             return self.term("entity", t.value, t.label)
-        return _literal(t)
-
-
-def _bar(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").split())
-
-
-Body = list[tuple[str, list[str]]]
-
-
-def agg_call(fn: str, target: str) -> str:
-    """`COUNT_DISTINCT` counts the different values at its path ("how many different countries")."""
-    return f"COUNT(DISTINCT {target})" if fn == "COUNT_DISTINCT" else f"{fn}({target})"
+        return literal(t)
 
 
 def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
@@ -113,12 +146,12 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
         body.append((f"the {focus_label} is a {focus_label}", [w.type_triple(focus, g.focus_class)]))
     for c in g.conds:
         if c.negated:
-            scoped: dict[Path, str] = {(): focus}
+            scoped: dict[Path, Var] = {(): focus}
             end, triples = w.walk(c.path, scoped)
             tail = _cond_tail(w, c, end, triples, scoped)
             # the triple holding the constant first: the store then starts the NOT EXISTS from it
             inner = list(reversed(triples)) + tail
-            body.append((_say_cond(w, c, focus_label), [f"FILTER NOT EXISTS {{ {' '.join(inner)} }}"]))
+            body.append((_say_cond(w, c, focus_label), [Filter(Exists(Group(inner), negated=True))]))
             continue
         end, triples = w.walk(c.path)
         fragment = triples + _cond_tail(w, c, end, triples, w.vars)
@@ -127,63 +160,57 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
     return body
 
 
-def graph_patterns(w: Writer, g: Graph) -> tuple[Body, str, list[str]]:
-    """Patterns (sentence, fragment lines), the head and the solution modifiers of a one-focus graph."""
+def graph_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
+    """Patterns (sentence, items) and the query (head and solution modifiers, no WHERE yet) of a one-focus graph."""
     focus_label = w.schema.class_label(g.focus_class) if g.focus_class else "answer"
     focus = w.vars[()]
     body = constraint_patterns(w, g, focus_label)
-    cols: list[str] = []
+    cols: list[Var] = []
     for path in g.answer:
         end, triples = w.walk(path)
         cols.append(end)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-    agg_cols: list[str] = []
+    agg_cols: list[Node] = []
     for i, (fn, path) in enumerate(g.aggs):
         target = focus
         if path:
             target, triples = w.walk(path)
             if triples:
                 body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-        agg_cols.append(f"({agg_call(fn, target)} AS ?agg{i + 1})")
-    having = ""
+        agg_cols.append(Projection(aggregate(fn, target), Var(f"agg{i + 1}")))
+    having: list[Node] = []
     if g.having is not None:
         op, value, hpath = g.having
         counted, triples = w.walk(hpath)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, hpath)}", triples))
-        having = f"HAVING (COUNT({counted}) {op} {value:g})"
-    order_key = ""
+        having = [BinaryOp(op, Aggregate("COUNT", counted), number(f"{value:g}"))]
+    order: list[OrderKey] = []
     if g.order is not None:
         path, desc = g.order
         if path is None:
-            order_key = "?agg1"
+            key = Var("agg1")
         else:
-            order_key, triples = w.walk(path)
+            key, triples = w.walk(path)
             if triples:
                 body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-        order_key = f"ORDER BY {'DESC' if desc else 'ASC'}({order_key})"
+        order = [OrderKey(key, desc, ac="AC1")]
     if g.form == "ask":
-        head = "ASK"
+        q = Query("ask")
     else:
-        shown = agg_cols if g.aggs and not g.group else (cols + agg_cols)
-        head = "SELECT " + ("DISTINCT " if g.distinct and not g.aggs else "") + " ".join(shown)
-    mods = []
+        shown: list[Node] = agg_cols if g.aggs and not g.group else [*cols, *agg_cols]
+        q = select(shown, [], distinct=bool(g.distinct and not g.aggs))
     if (g.group and g.aggs) or having:
-        mods.append("GROUP BY " + " ".join(cols))
-    if having:
-        mods.append(having)
-    if order_key:
-        mods.append(order_key)
-    if g.limit:
-        mods.append(f"LIMIT {g.limit}")
-    return body, head, mods
+        q.group_by = list(cols)
+    q.having, q.order_by, q.limit = having, order, g.limit or None
+    return body, q
 
 
-def combined_patterns(w: Writer, g: Graph) -> tuple[Body, str, list[str]]:
+def combined_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
     """Two aggregates, each a sub-SELECT over its own constraints, combined by a percentage or a comparison."""
     body: Body = []
-    names: list[str] = []
+    names: list[Var] = []
     for part in g.parts:
         w.vars = {(): w.new_var()}
         label = w.schema.class_label(part.focus_class) if part.focus_class else "answer"
@@ -192,18 +219,19 @@ def combined_patterns(w: Writer, g: Graph) -> tuple[Body, str, list[str]]:
         target, walk = w.walk(path) if path else (w.vars[()], [])
         name = w.new_var()
         names.append(name)
-        arg = f"DISTINCT {target}" if fn == "COUNT" and not path else target
-        lines = [t for _, ts in inner for t in ts] + walk
+        agg = Aggregate(fn, target, distinct=fn == "COUNT" and not path)
+        items = [t for _, ts in inner for t in ts] + walk
         sentence = say_form(w, part, label).removeprefix("we need ")
         if inner:
             sentence += " such that " + " and ".join(s for s, _ in inner)
-        body.append((sentence, [f"{{ SELECT ({fn}({arg}) AS {name}) WHERE {{ {' '.join(lines)} }} }}"]))
-    w.vars = {(): "?var1"}
+        body.append((sentence, [SubQuery(select([Projection(agg, name)], items))]))
+    w.vars = {(): Var("var1")}
     if g.combine == "percent":
-        return body, f"SELECT (({names[0]} / {names[1]}) * 100 AS ?agg1)", []
+        ratio = BinaryOp("*", BinaryOp("/", names[0], names[1]), number("100"))
+        return body, select([Projection(ratio, Var("agg1"))], [])
     body.append((f"the first is {'more' if g.combine == '>' else 'less'} than the second",
-                 [f"FILTER({names[0]} {g.combine} {names[1]})"]))
-    return body, "ASK", []
+                 [Filter(BinaryOp(g.combine or ">", names[0], names[1]))]))
+    return body, Query("ask")
 
 
 def say_combined(w: Writer, g: Graph) -> str:
@@ -212,45 +240,46 @@ def say_combined(w: Writer, g: Graph) -> str:
     return "we need to know whether the first number is " + ("greater" if g.combine == ">" else "smaller")
 
 
-def _cond_tail(w: Writer, c: Cond, end: str, triples: list[str], table: dict[Path, str]) -> list[str]:
+def _cond_tail(w: Writer, c: Cond, end: Var, triples: list[Node], table: dict[Path, Var]) -> list[Node]:
     """Put the compared value in: an IRI or exact literal replaces the end variable (which is then no
     longer shared with other paths); others are FILTERs."""
     if c.versus_average is not None:
         item = w.new_var()
-        inner = [w.type_triple(item, c.versus_average)]
-        cur = item
+        inner: list[Node] = [w.type_triple(item, c.versus_average)]
+        cur: Node = item
         for step in c.path:
             nxt = w.new_var()
-            p = w.term("property", step.pred, w.pred_label(step.pred))
-            inner.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            inner.append(w.step(cur, step, nxt))
             cur = nxt
         avg = w.new_var()
-        return [f"{{ SELECT (AVG({cur}) AS {avg}) WHERE {{ {' '.join(inner)} }} }}", f"FILTER({end} {c.op} {avg})"]
+        return [SubQuery(select([Projection(Aggregate("AVG", cur), avg)], inner)), Filter(BinaryOp(c.op, end, avg))]
     if c.other is not None:
         start, path = c.other
         cur, out = w.value(start), []
         for step in path:
             nxt = w.new_var()
-            p = w.term("property", step.pred, w.pred_label(step.pred))
-            out.append(f"{cur} {p} {nxt} ." if step.forward else f"{nxt} {p} {cur} .")
+            out.append(w.step(cur, step, nxt))
             cur = nxt
-        return out + [f"FILTER({end} {c.op} {cur})"]
+        return out + [Filter(BinaryOp(c.op, end, cur))]
     if c.value is None or c.op == "exists":
         return []
     if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
-        triples[-1] = _replace_last_var(triples[-1], end, w.value(c.value))
+        triples[-1] = _replace_var(triples[-1], end, w.value(c.value))
         table.pop(c.path, None)
         return []
     if c.op == "contains":
-        return [f"FILTER(CONTAINS(LCASE(STR({end})), {json.dumps(c.value.value.lower(), ensure_ascii=False)}))"]
+        text = Call("LCASE", [Call("STR", [end])])
+        return [Filter(Call("CONTAINS", [text, Literal(c.value.value.lower())]))]
     if c.op == "in":
-        return [f"FILTER({end} IN ({', '.join(w.value(t) for t in c.values)}))"]
-    return [f"FILTER({end} {c.op} {w.value(c.value)})"]
+        return [Filter(In(end, [w.value(t) for t in c.values]))]
+    return [Filter(BinaryOp(c.op, end, w.value(c.value)))]
 
 
-def _replace_last_var(triple: str, var: str, term: str) -> str:
-    parts = triple[:-2].split(" ")
-    return " ".join(term if p == var else p for p in parts) + " ."
+def _replace_var(triple: Node, var: Var, term: Node) -> Node:
+    assert isinstance(triple, Triple)
+    same = (lambda n: isinstance(n, Var) and n.name == var.name)  # noqa: E731
+    return Triple(term if same(triple.s) else triple.s, term if same(triple.p) else triple.p,
+                  term if same(triple.o) else triple.o)
 
 
 def _say_path(w: Writer, path: Path) -> str:

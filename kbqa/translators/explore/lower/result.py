@@ -10,7 +10,7 @@ from typing import Any
 from kbqa.translators.base import TranslateError, TranslationResult
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.anchors import Anchors
-from kbqa.translators.explore.lower.text import verbalise, write
+from kbqa.translators.explore.lower.text import lower, verbalise, write
 from kbqa.translators.explore.query import Graph
 
 SHOW_CANDIDATES = 5
@@ -23,6 +23,7 @@ def translation(ctx: ExploreContext, best: Graph, a: Anchors, ranked: list[Graph
     feature contributions)."""
     text = write(best, ctx.schema, desq=True)
     details = {"search": info, "cues": a.cues.to_dict(),
+               "confirmed": lower(best, ctx.schema).mapping,  # placeholder -> the IRI the search's check ran with
                "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
                "ranker": ranker,
                "candidates": [{"score": round(g.score, 4), "family": g.family, "rows": g.rows,

@@ -1,11 +1,21 @@
-"""Lowering a query graph to text: DeSQ (atomic constraints + fragments + a grounding block with the URIs the
-search confirmed: what the pipeline compiles) or SPARQL (what the search's execution check runs), both from the
-patterns of lower/patterns.py, so what was checked is what the pipeline compiles; and the one-line
-verbalisation the ranker and the chooser compare with the question."""
+"""Lowering a query graph: to the Plan (`assembler/plan.py`, built by lower/patterns.py), then written as DeSQ
+(atomic constraints + fragments + a grounding block with the URIs the search confirmed: what the pipeline
+compiles, by the DeSQ writer of `kbqa/frontends/desq_writer.py`) or as SPARQL for the search's execution check
+(by the assembler's writer, each placeholder resolved to the URI the search confirmed). One Plan, two writers
+that are the engine's own: what was checked is what the pipeline compiles. `verbalise` gives the one-line
+reading the ranker and the chooser compare with the question."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from assembler.plan import Query
+from assembler.writer import write_sparql
 from grounding.schema import SchemaMemory
+from kb_dumps.errors import KBQAError
+from kb_dumps.profiles import KBProfile
+from kbqa.frontends.desq import Constraint, GroundingLine, ParseResult
+from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.explore.lower.groups import write_group
 from kbqa.translators.explore.lower.patterns import (
     Writer,
@@ -16,35 +26,57 @@ from kbqa.translators.explore.lower.patterns import (
 )
 from kbqa.translators.explore.query import Graph
 
+_IRIS = KBProfile()  # the check writes full IRIs (and the standard prefixes); the URIs are the search's own
 
-def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
-    """The graph as DeSQ text (`desq=True`) or as SPARQL."""
-    w = Writer(g, schema, desq)
+
+@dataclass
+class Lowered:
+    """A graph as a Plan: the query (each WHERE item and the head tagged with its atomic constraint), the
+    constraints' sentences, the grounding lines and the URIs the search confirmed for each placeholder."""
+
+    plan: Query
+    sentences: list[str]  # AC1 (the query form) first
+    grounding: list[GroundingLine]
+    mapping: dict[str, str]
+
+
+def lower(g: Graph, schema: SchemaMemory) -> Lowered:
+    """The graph as a Plan (built once: the features, the check and the translation all read it; a graph is not
+    changed once proposed)."""
+    if g.lowered is not None and g.lowered[0] is schema:
+        return g.lowered[1]
+    w = Writer(g, schema)
     if g.pred_set:  # a property group (propose/groups.py, lower/groups.py)
-        body, head, mods, first = write_group(w, g)
+        body, q, first = write_group(w, g)
     elif g.parts:
-        body, head, mods = combined_patterns(w, g)
+        body, q = combined_patterns(w, g)
         first = say_combined(w, g)
     else:
-        body, head, mods = graph_patterns(w, g)
+        body, q = graph_patterns(w, g)
         first = say_form(w, g, schema.class_label(g.focus_class) if g.focus_class else "answer")
-    if not desq:
-        where = "\n  ".join(t for _, ts in body for t in ts)
-        return f"{head} WHERE {{\n  {where}\n}}" + ("\n" + "\n".join(mods) if mods else "")
-    lines = ["ATOMIC CONSTRAINTS", f"AC1: {first}"]
-    for i, (sentence, _) in enumerate(body, start=2):
-        lines.append(f"AC{i}: {sentence}")
-    lines.append("FRAGMENTS")
-    lines.append("AC1 => " + head + ("\n" + "\n".join(mods) if mods else ""))
-    for i, (_, triples) in enumerate(body, start=2):
-        lines.append(f"AC{i} => " + "\n".join(triples))
-    lines.append("GROUNDING")
-    lines.extend(w.grounding)
-    return "\n".join(lines) + "\n"
+    q.ac = "AC1"
+    for i, (_, items) in enumerate(body, start=2):
+        for item in items:
+            item.ac = f"AC{i}"
+            q.where.items.append(item)
+    grounding = [GroundingLine(p.name, p.kind, p.label, p.description, p.guessed_uri) for p in w.slots.values()]
+    low = Lowered(q, [first] + [s for s, _ in body], grounding, w.mapping())
+    g.lowered = (schema, low)
+    return low
+
+
+def write(g: Graph, schema: SchemaMemory, *, desq: bool) -> str:
+    """The graph as DeSQ text (`desq=True`) or as SPARQL with the URIs the search confirmed."""
+    low = lower(g, schema)
+    if desq:
+        constraints = [Constraint(f"AC{i}", s) for i, s in enumerate(low.sentences, start=1)]
+        return to_desq_text(ParseResult(low.plan, constraints=constraints, grounding=low.grounding))
+    res = write_sparql(low.plan, _IRIS, low.mapping, rename_vars=False)
+    if res.sparql is None:  # an IRI no SPARQL query can hold: the check drops it, as a store refusing it would
+        raise KBQAError(f"explore cannot write this candidate: {res.errors[0].message}", stage="assemble")
+    return res.sparql
 
 
 def verbalise(g: Graph, schema: SchemaMemory) -> str:
     """The atomic-constraint sentences of a graph, one line: what the ranker compares with the question."""
-    text = write(g, schema, desq=True)
-    acs = text.split("FRAGMENTS")[0].splitlines()[1:]
-    return "; ".join(line.split(": ", 1)[1] for line in acs if ": " in line)
+    return "; ".join(lower(g, schema).sentences)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.link.words import cue_spans, overlaps
 from kbqa.translators.explore.propose.display import DisplayColumns
@@ -35,7 +36,9 @@ class Probe:
         self.deadline = 0.0
         self.truncated = False
 
-    def rows(self, sparql: str) -> list[list[dict]]:
+    def rows(self, sparql: str | None) -> list[list[dict]]:
+        if sparql is None:  # a probe no query can hold finds nothing
+            return []
         try:
             return self.store.query(sparql, timeout_s=max(0.2, self.deadline - time.perf_counter()),  # type: ignore[attr-defined]
                                     row_cap=500).rows
@@ -54,9 +57,7 @@ class Probe:
             if word in a.lang.function_words or any(overlaps((m.start(), m.end()), sp) for sp in linked) or len(out) >= 2:
                 continue
             for form in dict.fromkeys((a.lang.singular(word), word)):
-                q = (f"SELECT (COUNT(?x) AS ?n) WHERE {{ ?x <{self.schema.type_predicate}> <{focus}> "
-                     f"FILTER(CONTAINS(LCASE(STR(?x)), \"{form}\")) }}")
-                rows = self.rows(q)
+                rows = self.rows(probes.items_named(self.schema.type_predicate, focus, form))
                 n = int(rows[0][0]["value"]) if rows and rows[0] and rows[0][0] else 0
                 # a word in one or two names is an accident of naming (one long name holds it), not a kind
                 if MIN_NAMED <= n and (not total or n <= 0.5 * total):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from grounding.schema import SchemaMemory
 from kb_dumps.errors import KBQAError
+from kbqa.translators.explore import probes
 
 MAX_ITEMS = 50_000  # larger classes get no display column (the query would not be quick)
 MIN_SHARE = 0.9  # different values per item, at least: the column names items apart
@@ -35,9 +36,9 @@ class DisplayColumns:
                  if (info := self.schema.predicates[p]).literal and not info.numeric and not info.date]
         if not preds:
             return None
-        values = " ".join(f"<{p}>" for p in preds)
-        q = (f"SELECT ?p (COUNT(DISTINCT ?o) AS ?n) (COUNT(?x) AS ?m) WHERE {{ VALUES ?p {{ {values} }} "
-             f"?x <{self.schema.type_predicate}> <{cls}> . ?x ?p ?o }} GROUP BY ?p")
+        q = probes.column_spread(preds, self.schema.type_predicate, cls)
+        if q is None:
+            return None
         try:
             rows = self.store.query(q, timeout_s=0.5, row_cap=200).rows  # type: ignore[attr-defined]
         except KBQAError:  # too slow or refused: no display column

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.link.groups import link_groups
 from kbqa.translators.explore.link.words import Link, overlaps
@@ -99,7 +100,7 @@ def _item_conds(s: Probe, a: Anchors, ents: list[Link]) -> tuple[list[Cond], lis
     often points at it."""
     conds, spans = [], []
     for e in ents[:2]:
-        rows = s.rows(f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ ?x ?p <{e.iri}> }} GROUP BY ?p ORDER BY DESC(?n) LIMIT 1")
+        rows = s.rows(probes.linking_predicates(e.iri, 1))
         if rows and rows[0] and rows[0][0]:
             conds.append(Cond((Step(rows[0][0]["value"]),), "=", Term("iri", e.iri, label=e.label or e.text),
                               text=e.text, score=e.score, span=e.span))

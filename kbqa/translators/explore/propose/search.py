@@ -14,6 +14,7 @@ import itertools
 import time
 from collections.abc import Iterator
 
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.link.words import Link, cue_spans, overlaps
@@ -79,9 +80,7 @@ class Search(Probe):
                 if d in self.schema.classes and s > out.get(d, (0.0, None))[0]:
                     out[d] = (s, None)
         for lk in a.entities[:3]:  # "animals kept by Anna": the classes of what points at the entity
-            q = (f"SELECT ?c (COUNT(?x) AS ?n) WHERE {{ ?x ?p <{lk.iri}> . ?x <{self.schema.type_predicate}> ?c }} "
-                 f"GROUP BY ?c ORDER BY DESC(?n) LIMIT 4")
-            for row in self.rows(q):
+            for row in self.rows(probes.classes_pointing_at(lk.iri, self.schema.type_predicate, 4)):
                 c = row[0]["value"] if row[0] else None
                 if c and c in self.schema.classes and 0.5 > out.get(c, (0.0, None))[0]:
                     out[c] = (0.5, None)
@@ -190,11 +189,7 @@ class Search(Probe):
 
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
         # ?d 2: the entity is itself one of the focus items ("the maximum weight of Leo and Zara")
-        q = (f"SELECT DISTINCT ?p ?d WHERE {{ {{ <{entity}> <{self.schema.type_predicate}> <{focus}> BIND(2 AS ?d) "
-             f"BIND(<{self.schema.type_predicate}> AS ?p) }} UNION "
-             f"{{ ?x <{self.schema.type_predicate}> <{focus}> . ?x ?p <{entity}> "
-             f"BIND(1 AS ?d) }} UNION {{ ?x <{self.schema.type_predicate}> <{focus}> . <{entity}> ?p ?x "
-             f"BIND(0 AS ?d) }} }} LIMIT 20")
+        q = probes.paths_to_class(entity, self.schema.type_predicate, focus, 20)
         rows = [r for r in self.rows(q) if r[0] and r[1]]
         return [() if r[1]["value"] == "2" else (Step(r[0]["value"], r[1]["value"] == "1"),)
                 for r in sorted(rows, key=lambda r: r[1]["value"] != "2")]
@@ -249,8 +244,7 @@ class Search(Probe):
         if len(ents) < 2:
             return
         e1, e2 = sorted(ents[:2], key=lambda lk: lk.span[0])
-        q = (f"SELECT DISTINCT ?p WHERE {{ <{e1.iri}> ?p ?a . <{e2.iri}> ?p ?b }} LIMIT 200")
-        shared = [r[0]["value"] for r in self.rows(q) if r[0] and r[0]["value"] in self.schema.predicates]
+        shared = [r[0]["value"] for r in self.rows(probes.shared_predicates(e1.iri, e2.iri, 200)) if r[0] and r[0]["value"] in self.schema.predicates]
         linked = {lk.iri: lk.score for lk in a.predicates}
         for op, word in ([(o, w) for o, w, _ in cues.comparatives or counted] or [("=", "same")]):
             noun = a.lang.implied_attribute(word)
@@ -285,9 +279,7 @@ class Search(Probe):
             rel[pl.iri] = max(rel.get(pl.iri, 0.0), pl.score)
         # the best four mentions, and every weak link of a respelt or shortened name (the KG decides those)
         for lk in a.entities[:4] + [e for e in a.entities[4:] if e.variant]:
-            q = (f"SELECT ?p ?d (COUNT(*) AS ?n) WHERE {{ {{ <{lk.iri}> ?p ?o BIND(1 AS ?d) }} UNION "
-                 f"{{ ?o ?p <{lk.iri}> BIND(0 AS ?d) }} }} GROUP BY ?p ?d LIMIT 200")
-            for row in self.rows(q):
+            for row in self.rows(probes.edges(lk.iri, 200)):
                 p, d = row[0]["value"], row[1]["value"] == "1"
                 if p not in self.schema.predicates:
                     continue
