@@ -80,9 +80,9 @@ class _Segment:
     dirty: bool = False  # rowids changed (rows removed): `save` writes them
 
     @classmethod
-    def open(cls, stem: Path, dim: int, writable: bool) -> _Segment:
-        mode = None if writable else "r"  # rowids are rewritten when rows are removed
-        seg = cls(stem.with_suffix(".i8"), dim, np.load(f"{stem}.rowids.npy", mmap_mode=mode),
+    def open(cls, stem: Path, dim: int) -> _Segment:
+        # all mapped read-only: `remove_rows` works on a private copy of the rowids, written by `save`
+        seg = cls(stem.with_suffix(".i8"), dim, np.load(f"{stem}.rowids.npy", mmap_mode="r"),
                   np.load(f"{stem}.scales.npy", mmap_mode="r"), np.load(f"{stem}.lists.npy"),
                   np.load(f"{stem}.centroids.npy"))
         seg.fd = os.open(seg.path, os.O_RDONLY)
@@ -165,14 +165,14 @@ class CompactVectors:
 
     # ---- opening ----------------------------------------------------------------------------
     @classmethod
-    def open(cls, folder: Path, writable: bool = False) -> CompactVectors:
+    def open(cls, folder: Path) -> CompactVectors:
         saved = json.loads((Path(folder) / "vectors.json").read_text(encoding="utf-8"))
         cv = cls(folder, int(saved["dim"]))
         cv._fresh = False
         for kind, live in saved["live"].items():
             cv._state[kind] = _KindState(live=int(live))
             for seg in saved["segments"].get(kind, []):
-                cv.segments.setdefault(kind, {})[seg] = _Segment.open(cv._stem(kind, seg), cv.dim, writable)
+                cv.segments.setdefault(kind, {})[seg] = _Segment.open(cv._stem(kind, seg), cv.dim)
             stem = cv._stem(kind, "main")
             if "main" in cv.segments.get(kind, {}):
                 cv.main_index[kind] = (np.load(f"{stem}.main_rowids.npy", mmap_mode="r"),
@@ -435,4 +435,4 @@ def make(folder: Path, dim: int, target: str, fresh: bool) -> CompactVectors:
         cv = CompactVectors(Path(folder), dim)
         Path(folder).mkdir(parents=True, exist_ok=True)
         return cv
-    return CompactVectors.open(Path(folder), writable=True)
+    return CompactVectors.open(Path(folder))
