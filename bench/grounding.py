@@ -354,6 +354,7 @@ def speed(args: argparse.Namespace) -> dict:
     pool = real[:min(args.query_pool, n_real)]
     queries = [(perturb(r[2], rng), WD + r[0]) for r in rng.sample(pool, min(args.queries, len(pool)))]
     fig.update(_in_fresh_process("_query_child", str(tmp), queries, args.exact_queries))
+    print(f"query process (before the rapidfuzz baseline, slow at scale): {json.dumps(fig)}", flush=True)
     rf, rf_hits = [], 0
     for q, gold in queries[:args.rapidfuzz_queries]:
         t0 = time.perf_counter()
