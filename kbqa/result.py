@@ -93,6 +93,12 @@ def translation_detail(tr: TranslationResult) -> str:
         best = (tr.details.get("candidates") or [{}])[0]
         if best.get("verbalised"):
             parts.append(f"best: {best['verbalised']}")
+    structure = tr.details.get("structure")
+    if structure:  # the structure translator: which learned skeleton, why, and each slot's top alternatives
+        parts.append(f"skeleton {structure.get('skeleton')!r}: {structure.get('why', '')}")
+        for f in structure.get("slots") or []:
+            alts = ", ".join(f"{v} {s:.2f}" for v, s in (f.get("alternatives") or [])[:3])
+            parts.append(f"[{f.get('slot')}] = {f.get('value')} ({f.get('source', '')}; top: {alts})")
     fills = tr.details.get("fills") or {}
     for slot, f in fills.items():
         parts.append(f"[{slot}] <- {f.get('mention')!r} = {f.get('uri')}" + ("" if f.get("kb") in (None, True)
