@@ -23,7 +23,10 @@ from eval.summary import Summary, summarise
 from kb_dumps.profiles import get_profile
 from kb_dumps.stage_errors import EXIT_USAGE, ErrorInfo, KBQAError
 from kb_dumps.store import check_query_text
-from kb_dumps.store_types import QueryResult
+from kb_dumps.store_types import QueryResult, Store
+
+# Gold answers: a store's result, or the file's in `QueryResult.to_dict()` shape.
+GoldAnswers = QueryResult | dict[str, Any]
 
 RESULTS_SCHEMA = "kbqa-eval-results/1"
 MANIFEST_SCHEMA = "kbqa-eval-manifest/1"
@@ -84,7 +87,7 @@ def _answer_diff(gold: Any, pred: Any, kb: str) -> dict[str, Any]:
             "n_gold": len(g.rows), "n_pred": len(p.rows)}
 
 
-def _run(store: Any, sparql: str) -> tuple[QueryResult | None, dict[str, Any] | None]:
+def _run(store: Store, sparql: str) -> tuple[QueryResult | None, dict[str, Any] | None]:
     try:
         return store.query(sparql), None
     except KBQAError as e:
@@ -95,43 +98,29 @@ def _run(store: Any, sparql: str) -> tuple[QueryResult | None, dict[str, Any] | 
         return None, d
 
 
-def score_record(record: Record, pred: Prediction, *, store: Any = None, kb: str | None = None,
-                 system: str = "") -> dict[str, Any]:
-    """Score one prediction against its record; the results.jsonl line (see eval/README.md, "Runner")."""
-    kb = record.meta.get("kb") or kb or "wikidata"
-    out: dict[str, Any] = {"schema": RESULTS_SCHEMA, "id": record.id, "dataset": record.dataset, "system": system,
-                           "question": record.question, "usable": record.usable, "reason": record.reason, "kb": kb,
-                           "gold_sparql": record.sparql, "pred_sparql": pred.sparql, "desq": pred.desq,
-                           "stage_errors": pred.stage_errors, "steps": pred.steps, "grounding": pred.grounding,
-                           "query": None, "answer": None, "placeholders": None, "gold_source": None,
-                           "gold_error": None, "n_gold": None, "n_pred": None, "pred_sample": None,
-                           "exec_error": None, "correct": False, "stage": None, "stage_message": None,
-                           "evidence": None}
-    if not record.usable:
-        return out
-    if record.sparql:
-        out["query"] = score_query(pred.sparql, record.sparql, kb).to_dict()
-    known = {n: g["gold"] for n, g in (pred.grounding or {}).items() if isinstance(g, dict) and g.get("gold")}
-    if known:
-        predicted = {n: (pred.grounding or {})[n].get("predicted") for n in known}
-        kinds = {n: (pred.grounding or {})[n].get("kind") for n in known if (pred.grounding or {})[n].get("kind")}
-        out["placeholders"] = per_placeholder(predicted, known, kinds, kb=kb).to_dict()
-
-    # Gold answers: the file's, unless they are partial (SimpleQuestions) and a store can give them all.
-    gold: Any = None
+def _gold_answers(record: Record, store: Store | None, out: dict[str, Any]) -> GoldAnswers | None:
+    """The gold answers: the file's, unless they are partial (SimpleQuestions) and a store can give them all;
+    `out` gets their source, or the gold query's failure."""
     if record.has_gold_answers and not (record.meta.get("answers_partial") and store is not None and record.sparql):
-        gold, out["gold_source"] = record.gold_result(), "file"
-    elif store is not None and record.sparql:
+        out["gold_source"] = "file"
+        return record.gold_result()
+    if store is not None and record.sparql:
         res, err = _run(store, record.sparql)
         if err:
             out["gold_error"] = {**err, "message": "gold query failed: " + err["message"]}
-        else:
-            gold, out["gold_source"] = res, "store"
+            return None
+        out["gold_source"] = "store"
+        return res
+    return None
 
-    # Predicted answers: the system's own, else its query run on the store; with neither, the
-    # question is scored at query level only (no answer-level figure, not even for a missing query).
-    pred_ans: Any = None
-    answered = False  # whether the prediction's answers are known (possibly empty)
+
+def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: dict[str, Any]
+                       ) -> tuple[Any, bool, dict[str, Any] | None]:
+    """(the predicted answers, whether they are known — possibly empty —, the refusal of its query): the system's
+    own, else its query run on the store; with neither, the question is scored at query level only (no
+    answer-level figure, not even for a missing query). `out` gets the run's figures and errors."""
+    pred_ans: Any = None  # anything `eval.answer_metrics.as_answers` reads
+    answered = False
     refused = None
     runnable = prepare_gold_sparql(pred.sparql, kb=kb, check_syntax=False) if pred.sparql else None
     parse_failed = bool(out["query"] and (out["query"].get("error") or {}).get("stage") == "parse"
@@ -156,6 +145,33 @@ def score_record(record: Record, pred: Prediction, *, store: Any = None, kb: str
                 out["n_pred"], out["pred_sample"] = len(res.rows), _short_rows(res)
                 if res.truncated:
                     out["pred_truncated"] = True
+    return pred_ans, answered, refused
+
+
+def score_record(record: Record, pred: Prediction, *, store: Store | None = None, kb: str | None = None,
+                 system: str = "") -> dict[str, Any]:
+    """Score one prediction against its record; the results.jsonl line (see eval/README.md, "Runner")."""
+    kb = record.meta.get("kb") or kb or "wikidata"
+    out: dict[str, Any] = {"schema": RESULTS_SCHEMA, "id": record.id, "dataset": record.dataset, "system": system,
+                           "question": record.question, "usable": record.usable, "reason": record.reason, "kb": kb,
+                           "gold_sparql": record.sparql, "pred_sparql": pred.sparql, "desq": pred.desq,
+                           "stage_errors": pred.stage_errors, "steps": pred.steps, "grounding": pred.grounding,
+                           "query": None, "answer": None, "placeholders": None, "gold_source": None,
+                           "gold_error": None, "n_gold": None, "n_pred": None, "pred_sample": None,
+                           "exec_error": None, "correct": False, "stage": None, "stage_message": None,
+                           "evidence": None}
+    if not record.usable:
+        return out
+    if record.sparql:
+        out["query"] = score_query(pred.sparql, record.sparql, kb).to_dict()
+    known = {n: g["gold"] for n, g in (pred.grounding or {}).items() if isinstance(g, dict) and g.get("gold")}
+    if known:
+        predicted = {n: (pred.grounding or {})[n].get("predicted") for n in known}
+        kinds = {n: (pred.grounding or {})[n].get("kind") for n in known if (pred.grounding or {})[n].get("kind")}
+        out["placeholders"] = per_placeholder(predicted, known, kinds, kb=kb).to_dict()
+
+    gold = _gold_answers(record, store, out)
+    pred_ans, answered, refused = _predicted_answers(pred, store, kb, out)
     if gold is not None:
         g = as_answers(gold)
         out["n_gold"] = len(g.rows) if g.kind == "select" else 1
@@ -296,7 +312,7 @@ def _safe_predict(predictor: Predictor, record: Record) -> Prediction:
     return pred
 
 
-def run_eval(records: Iterable[Record], predictor: Predictor, *, out_dir: str | Path, store: Any = None,
+def run_eval(records: Iterable[Record], predictor: Predictor, *, out_dir: str | Path, store: Store | None = None,
              kb: str | None = None, limit: int | None = None, jobs: int = 1, settings: dict[str, Any] | None = None,
              progress: bool = True, restart: bool = False, dataset_path: str | Path | None = None,
              dataset: str | None = None) -> Summary:

@@ -46,6 +46,35 @@ def _valid_qid(x: str) -> bool:
 def build_wikidata_mini(shared: Path, out: Path) -> dict[str, int]:
     wd_dir = shared / "wikidata"
     lines: list[str] = []
+    facts, sq_facts = _wikidata_facts(shared, wd_dir)
+    for s, p, o in sorted(facts):
+        lines.append(f"{iri(WD + s)} {iri(WDT + p)} {iri(WD + o)} .")
+    labels, descriptions, prop_aliases = _wikidata_labels(wd_dir)
+    label_triples = 0
+    for qid in sorted(labels, key=lambda q: (q[0], int(q[1:]))):
+        subj = iri(WD + qid)
+        if qid.startswith("P"):
+            lines.append(f"{subj} {iri(RDF + 'type')} {iri(WIKIDATA_PREFIXES['wikibase'] + 'Property')} .")
+        for lang, names in labels[qid].items():
+            lines.append(f"{subj} {iri(RDFS + 'label')} {nt_literal(names[0], lang)} .")
+            label_triples += 1
+            for extra in names[1:]:
+                lines.append(f"{subj} {iri(SKOS + 'altLabel')} {nt_literal(extra, lang)} .")
+        for alias in prop_aliases.get(qid, []):
+            lines.append(f"{subj} {iri(SKOS + 'altLabel')} {nt_literal(alias, 'en')} .")
+        if qid in descriptions:
+            lines.append(f"{subj} {iri(SCHEMA + 'description')} {nt_literal(descriptions[qid], 'en')} .")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # mtime=0 makes the gzip output reproducible byte for byte.
+    with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as gz:
+        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
+    return {"lines": len(lines), "facts": len(facts), "simplequestions_facts": sq_facts,
+            "labelled_ids": len(labels), "label_triples": label_triples}
+
+
+def _wikidata_facts(shared: Path, wd_dir: Path) -> tuple[set[tuple[str, str, str]], int]:
+    """The (subject, property, object) ids of the SimpleQuestions answerable triples and CoDEx, and how many came
+    from SimpleQuestions."""
     facts: set[tuple[str, str, str]] = set()
     # SimpleQuestions answerable triples; R = inverse.
     with open(shared / "simplequestions-wikidata" / "answerable_triples_all_splits.tsv", encoding="utf-8") as f:
@@ -64,8 +93,12 @@ def build_wikidata_mini(shared: Path, out: Path) -> dict[str, int]:
             for row in csv.reader(f, delimiter="\t"):
                 if len(row) >= 3 and _valid_qid(row[0]) and _valid_qid(row[2]):
                     facts.add((row[0], row[1], row[2]))
-    for s, p, o in sorted(facts):
-        lines.append(f"{iri(WD + s)} {iri(WDT + p)} {iri(WD + o)} .")
+    return facts, sq_facts
+
+
+def _wikidata_labels(wd_dir: Path) -> tuple[dict[str, dict[str, list[str]]], dict[str, str], dict[str, list[str]]]:
+    """Labels (id -> language -> names, the first one the label), descriptions and property aliases, from the
+    label files of the shared Wikidata folder."""
     # Entity labels: qid -> [labels] per language.
     labels: dict[str, dict[str, list[str]]] = {}
 
@@ -104,26 +137,7 @@ def build_wikidata_mini(shared: Path, out: Path) -> dict[str, int]:
             add_label(row["pid"], row.get("label_en") or "", "en")
     for pid, label in json.loads((wd_dir / "property_labels_lcquad2.json").read_text(encoding="utf-8")).items():
         add_label(pid, label, "en")
-    label_triples = 0
-    for qid in sorted(labels, key=lambda q: (q[0], int(q[1:]))):
-        subj = iri(WD + qid)
-        if qid.startswith("P"):
-            lines.append(f"{subj} {iri(RDF + 'type')} {iri(WIKIDATA_PREFIXES['wikibase'] + 'Property')} .")
-        for lang, names in labels[qid].items():
-            lines.append(f"{subj} {iri(RDFS + 'label')} {nt_literal(names[0], lang)} .")
-            label_triples += 1
-            for extra in names[1:]:
-                lines.append(f"{subj} {iri(SKOS + 'altLabel')} {nt_literal(extra, lang)} .")
-        for alias in prop_aliases.get(qid, []):
-            lines.append(f"{subj} {iri(SKOS + 'altLabel')} {nt_literal(alias, 'en')} .")
-        if qid in descriptions:
-            lines.append(f"{subj} {iri(SCHEMA + 'description')} {nt_literal(descriptions[qid], 'en')} .")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # mtime=0 makes the gzip output reproducible byte for byte.
-    with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as gz:
-        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
-    return {"lines": len(lines), "facts": len(facts), "simplequestions_facts": sq_facts,
-            "labelled_ids": len(labels), "label_triples": label_triples}
+    return labels, descriptions, prop_aliases
 
 
 def build_bestiary(shared: Path, out: Path) -> dict[str, int]:

@@ -240,6 +240,92 @@ def _copy_version(live: StoreLayout, target: Path) -> None:
             shutil.copytree(live.current / derived, target / derived)
 
 
+def _checked_paths(sources: list[str | Path]) -> list[Path]:
+    """The sources as paths, each an existing file (a folder or a missing file is an error naming it)."""
+    paths = [Path(s) for s in sources]
+    for p in paths:
+        if p.is_dir():
+            raise IngestError("is a directory; give the dump files in it (e.g. DIR/*.nt.gz)", file=str(p))
+        if not p.is_file():
+            raise IngestError("no such file", file=str(p))
+    return paths
+
+
+def _existing_manifest(live: StoreLayout, root: Path, replace: bool) -> dict | None:
+    """The manifest of the store being added to (None: a new store, or --replace); a remote store or an incomplete
+    one is refused."""
+    existing = live.manifest() if live.exists() and not replace else None
+    if existing is not None and existing.get("endpoint"):
+        raise IngestError(f"{root} is a remote store (its triples are on {existing['endpoint']['url']}); "
+                          "dump sources need a local store: use another --store, or --replace", stage="usage")
+    if existing is None and not replace and (root / "current").exists():
+        raise StoreError(f"{root} holds an incomplete store (no manifest); pass --replace to rebuild it")
+    return existing
+
+
+def _write_manifest(building: Path, fields: dict) -> None:
+    manifest = {"format": MANIFEST_FORMAT, **fields, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (building / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def _source_reports(paths: list[Path], formats: dict[str, str], known: dict[str, dict]) -> list[SourceReport]:
+    """One report per source (its format and content hash); a source the store already holds is `unchanged`."""
+    reports = []
+    for p in paths:
+        fmt = formats.get(str(p)) or detect_format(p)
+        r = SourceReport(path=str(p), name=p.name, sha256=file_sha256(p), format=fmt)
+        if r.sha256 in known:
+            r.status, r.triples = "unchanged", known[r.sha256].get("triples", 0)
+        reports.append(r)
+    return reports
+
+
+def _load_sources(new: list[SourceReport], building: Path, prof_name: str, languages: tuple[str, ...],
+                  appending: bool, skip_bad_lines: bool, progress: bool | None) -> tuple[int, int, int, int]:
+    """Load the new sources into the version being built (its store and label memory): (triples before, triples
+    after, label rows, the label memory's generation). `prof_name` is the profile as given (a name or a JSON file):
+    the bulk loader's scanner process opens it again."""
+    prof = get_profile(prof_name)
+    memory = LabelMemory(building / "labels.sqlite")
+    generation = memory.begin_generation()
+    collector = LabelCollector(prof, memory, generation, languages)
+    ox_store = ox.Store(str(building / "oxigraph"))
+    # Counted, not summed from what was read: a triple already in the store is not "added" again. A
+    # count is a scan (~3 M quads/s here), small next to loading the same triples.
+    before = len(ox_store) if appending else 0
+    for r in new:
+        t0 = time.perf_counter()
+        stats = ReadStats()
+        bar = _progress(progress, r.name)
+        try:
+            with compressed_errors(Path(r.path)):  # a truncated .gz: one line, not an EOFError
+                if FORMATS[r.format][1] and r.format != "wikidata-json" and not skip_bad_lines:
+                    collector.flush()  # the scanner process writes the memory file next
+                    memory.commit()
+                    _bulk_load_lines(Path(r.path), r.format, ox_store, building / "labels.sqlite",
+                                     prof_name, languages, generation, r, stats, bar)
+                else:
+                    quads = read_source(Path(r.path), r.format, stats, skip_bad_lines=skip_bad_lines,
+                                        languages=languages)
+                    ox_store.bulk_extend(_counted(quads, collector, r, bar))
+        finally:
+            if bar is not None:
+                bar.close()
+        r.lines, r.skipped, r.skipped_examples = stats.lines, stats.skipped_count, stats.skipped
+        r.seconds = time.perf_counter() - t0
+    collector.flush()
+    if prof.labels_from_local_names:
+        memory.fill_missing_labels(prof.local_name_label, generation)
+    memory.set_meta("profile", prof.name)
+    memory.commit()
+    label_rows = len(memory)
+    memory.close()
+    ox_store.flush()
+    after = len(ox_store)
+    del ox_store
+    return before, after, label_rows, generation
+
+
 def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None = None, append: bool = False,
            replace: bool = False, skip_bad_lines: bool = False, languages: tuple[str, ...] = ("en",),
            formats: dict[str, str] | None = None, progress: bool | None = None, wait: bool = False) -> IngestReport:
@@ -250,32 +336,16 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
     """
     t_start = time.perf_counter()
     root = Path(store)
-    paths = [Path(s) for s in sources]
-    for p in paths:
-        if p.is_dir():
-            raise IngestError("is a directory; give the dump files in it (e.g. DIR/*.nt.gz)", file=str(p))
-        if not p.is_file():
-            raise IngestError("no such file", file=str(p))
+    paths = _checked_paths(sources)
     if profile is not None:
         get_profile(profile)  # an unknown name or a bad file: refused before the store folder is made
     formats = formats or {}
     with store_lock(root, wait=wait):
         live = StoreLayout.of(root)
-        existing = live.manifest() if live.exists() and not replace else None
-        if existing is not None and existing.get("endpoint"):
-            raise IngestError(f"{root} is a remote store (its triples are on {existing['endpoint']['url']}); "
-                              "dump sources need a local store: use another --store, or --replace", stage="usage")
-        if existing is None and not replace and (root / "current").exists():
-            raise StoreError(f"{root} holds an incomplete store (no manifest); pass --replace to rebuild it")
+        existing = _existing_manifest(live, root, replace)
         known = {s["sha256"]: s for s in (existing or {}).get("sources", [])}
-        reports: list[SourceReport] = []
-        for p in paths:
-            fmt = formats.get(str(p)) or detect_format(p)
-            reports.append(SourceReport(path=str(p), name=p.name, sha256=file_sha256(p), format=fmt))
+        reports = _source_reports(paths, formats, known)
         new = [r for r in reports if r.sha256 not in known]
-        for r in reports:
-            if r.sha256 in known:
-                r.status, r.triples = "unchanged", known[r.sha256].get("triples", 0)
         if existing is not None and not new:
             return IngestReport(store=str(root), profile=existing["profile"], sources=reports, changed=False,
                                 label_rows=existing.get("label_rows", 0), seconds=time.perf_counter() - t_start)
@@ -294,52 +364,13 @@ def ingest(sources: list[str | Path], store: str | Path, *, profile: str | None 
         try:
             if existing:
                 _copy_version(live, building)
-            memory = LabelMemory(building / "labels.sqlite")
-            generation = memory.begin_generation()
-            collector = LabelCollector(prof, memory, generation, languages)
-            ox_store = ox.Store(str(building / "oxigraph"))
-            # Counted, not summed from what was read: a triple already in the store is not "added" again. A
-            # count is a scan (~3 M quads/s here), small next to loading the same triples.
-            before = len(ox_store) if existing else 0
-            for r in new:
-                t0 = time.perf_counter()
-                stats = ReadStats()
-                bar = _progress(progress, r.name)
-                try:
-                    with compressed_errors(Path(r.path)):  # a truncated .gz: one line, not an EOFError
-                        if FORMATS[r.format][1] and r.format != "wikidata-json" and not skip_bad_lines:
-                            collector.flush()  # the scanner process writes the memory file next
-                            memory.commit()
-                            _bulk_load_lines(Path(r.path), r.format, ox_store, building / "labels.sqlite",
-                                             prof_name, languages, generation, r, stats, bar)
-                        else:
-                            quads = read_source(Path(r.path), r.format, stats, skip_bad_lines=skip_bad_lines,
-                                                languages=languages)
-                            ox_store.bulk_extend(_counted(quads, collector, r, bar))
-                finally:
-                    if bar is not None:
-                        bar.close()
-                r.lines, r.skipped, r.skipped_examples = stats.lines, stats.skipped_count, stats.skipped
-                r.seconds = time.perf_counter() - t0
-            collector.flush()
-            if prof.labels_from_local_names:
-                memory.fill_missing_labels(prof.local_name_label, generation)
-            memory.set_meta("profile", prof.name)
-            memory.commit()
-            label_rows = len(memory)
-            memory.close()
-            ox_store.flush()
-            after = len(ox_store)
-            del ox_store
+            before, after, label_rows, generation = _load_sources(new, building, prof_name, languages, bool(existing),
+                                                                 skip_bad_lines, progress)
             all_sources = list((existing or {}).get("sources", [])) + [
                 {k: v for k, v in asdict(r).items() if k != "skipped_examples"} for r in new]
-            manifest = {
-                "format": MANIFEST_FORMAT, "profile": prof.name, "languages": list(languages),
-                "sources": all_sources, "triples": after,
-                "label_rows": label_rows, "generation": generation, "version": version,
-                "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-            (building / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            _write_manifest(building, {"profile": prof.name, "languages": list(languages), "sources": all_sources,
+                                       "triples": after, "label_rows": label_rows, "generation": generation,
+                                       "version": version})
             final = publish_version(root, building, version)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)

@@ -161,6 +161,36 @@ def _next(query: str, pos: int) -> tuple[str, int]:
     return "punct", pos + 1
 
 
+def _refuse_unreadable(query: str, kind: str, pos: int) -> None:
+    """Ambiguous for a token engines read differently: an unclosed string, a backslash outside a string or IRI."""
+    if kind == "badstring":
+        raise Ambiguous(f"a string at character {pos} is not closed or holds an invalid escape")
+    if kind == "backslash":
+        what = query[pos:pos + 6]
+        if what[1:2] in ("u", "U"):
+            raise Ambiguous(f"the escape {what!r} at character {pos} is outside a string or IRI: Oxigraph reads "
+                            "it as a backslash, other engines as the character it names; write the character")
+        raise Ambiguous(f"a backslash at character {pos} outside a string, an IRI or a prefixed name's escape")
+
+
+def _track_bracket(stack: list[str], text: str, values_pending: bool) -> bool:
+    """Push or pop the open bracket `text` opens or closes ("(" expression or pattern list, "L" a VALUES list, "{",
+    "V" a VALUES block, "["); returns whether a VALUES keyword still waits for its block."""
+    if text == "{":
+        stack.append("V" if values_pending else "{")
+        return False
+    if text == "(":
+        top = stack[-1] if stack else ""
+        stack.append("L" if values_pending or top in ("V", "L") else "(")
+    elif text == "[":
+        stack.append("[")
+    elif text in ("}", ")", "]") and stack:
+        want = {"}": "{V", ")": "(L", "]": "["}[text]
+        if stack[-1] in want:
+            stack.pop()
+    return values_pending
+
+
 def tokenize(query: str) -> list[Token]:
     """The tokens Oxigraph reads; Ambiguous where the reading is not certain (see the module docstring)."""
     tokens: list[Token] = []
@@ -182,14 +212,7 @@ def tokenize(query: str) -> list[Token]:
             continue
         text = query[pos:end]
         value = ""
-        if kind == "badstring":
-            raise Ambiguous(f"a string at character {pos} is not closed or holds an invalid escape")
-        if kind == "backslash":
-            what = query[pos:pos + 6]
-            if what[1:2] in ("u", "U"):
-                raise Ambiguous(f"the escape {what!r} at character {pos} is outside a string or IRI: Oxigraph reads "
-                                "it as a backslash, other engines as the character it names; write the character")
-            raise Ambiguous(f"a backslash at character {pos} outside a string, an IRI or a prefixed name's escape")
+        _refuse_unreadable(query, kind, pos)
         if kind == "string":
             value = _string_value(text)
         elif kind == "lt":
@@ -208,23 +231,10 @@ def tokenize(query: str) -> list[Token]:
                     raise Ambiguous(f"{text[:60]!r} at character {pos} follows a value inside parentheses: read as an "
                                     "IRI in a list, as less-than in an expression; put a space after a less-than "
                                     "sign, or write that IRI with a prefix")
-        if kind == "word":
-            upper = text.upper()
-            if upper == "VALUES":
-                values_pending = True
+        if kind == "word" and text.upper() == "VALUES":
+            values_pending = True
         elif kind == "punct":
-            if text == "{":
-                stack.append("V" if values_pending else "{")
-                values_pending = False
-            elif text == "(":
-                top = stack[-1] if stack else ""
-                stack.append("L" if values_pending or top in ("V", "L") else "(")
-            elif text == "[":
-                stack.append("[")
-            elif text in ("}", ")", "]") and stack:
-                want = {"}": "{V", ")": "(L", "]": "["}[text]
-                if stack[-1] in want:
-                    stack.pop()
+            values_pending = _track_bracket(stack, text, values_pending)
         tokens.append(Token(kind, text, pos, value, spaced))
         spaced = False
         pos += len(text)

@@ -21,14 +21,15 @@ from kb_dumps.stage_errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
 
 if TYPE_CHECKING:
     from kbqa.result import Result
-    from kbqa.translators.base import Translator
+    from kbqa.translators.base import TranslationResult, Translator
+
 
 DEFAULT_ROUNDS = 2
 
-# text -> (value, failed stage or None when it went through, errors)
+# text -> (value, failed stage or None when it went through, errors); the value is what the check made (a Result)
 Check = Callable[[str], tuple[Any, str | None, list[ErrorInfo]]]
 # (previous text, its errors) -> the corrected output (a TranslationResult or plain text)
-Retranslate = Callable[[str, list[ErrorInfo]], Any]
+Retranslate = Callable[[str, list[ErrorInfo]], "TranslationResult | str"]
 
 
 @dataclass
@@ -88,14 +89,15 @@ class RepairOutcome:
                 "stopped": self.stopped}
 
 
-def _text_of(out: Any) -> tuple[str, int, int, float]:
+def _text_of(out: TranslationResult | str) -> tuple[str, int, int, float]:
     if isinstance(out, str):
         return out, 0, 0, 0.0
+    # getattr: a leaf translator of a test or plug-in may give any object with a `text`
     return str(out.text), int(getattr(out, "tokens_in", 0)), int(getattr(out, "tokens_out", 0)), \
         float(getattr(out, "seconds", 0.0))
 
 
-def repair_loop(first: Any, check: Check, retranslate: Retranslate | None, *, rounds: int = DEFAULT_ROUNDS,
+def repair_loop(first: TranslationResult | str, check: Check, retranslate: Retranslate | None, *, rounds: int = DEFAULT_ROUNDS,
                 repairable: frozenset[Stage] = REPAIRABLE) -> RepairOutcome:
     """Check `first` (text or a TranslationResult); while it fails at a repairable stage and rounds are
     left, ask `retranslate` for a corrected output and check that. Never raises for a failing repair call:
@@ -130,7 +132,7 @@ def repair_loop(first: Any, check: Check, retranslate: Retranslate | None, *, ro
                                           seconds or time.perf_counter() - t0))
 
 
-def can_repair(translator: Any) -> bool:
+def can_repair(translator: Translator) -> bool:
     """Whether the translator takes a repair turn (`translate(..., previous=, errors=)`): model translators
     do; the case bank and replay produce the same text again, so repairing through them is pointless."""
     fn = getattr(translator, "translate", None)
@@ -143,18 +145,18 @@ def can_repair(translator: Any) -> bool:
     return "previous" in params and "errors" in params
 
 
-def retranslator(translator: Any, question: str, frontend: str, qid: str | None = None) -> Retranslate | None:
+def retranslator(translator: Translator, question: str, frontend: str, qid: str | None = None) -> Retranslate | None:
     """The repair call of a translator for one question, or None when it cannot repair."""
     if not can_repair(translator):
         return None
 
-    def again(previous: str, errors: list[ErrorInfo]) -> Any:
+    def again(previous: str, errors: list[ErrorInfo]) -> TranslationResult | str:
         return translator.translate(question, frontend, qid=qid, previous=previous, errors=[str(e) for e in errors])
 
     return again
 
 
-def result_check(compile_text: Callable[[str], Any]) -> Check:
+def result_check(compile_text: Callable[[str], Result]) -> Check:
     """A Check over an Engine-style compile: the Result, its failed stage (None when ok), its errors."""
 
     def check(text: str) -> tuple[Any, str | None, list[ErrorInfo]]:
@@ -165,8 +167,9 @@ def result_check(compile_text: Callable[[str], Any]) -> Check:
     return check
 
 
-def compile_with_repair(compile_text: Callable[[str], Result], question: str, first: Any, translator: Translator,
-                        frontend: str = "desq", *, rounds: int = DEFAULT_ROUNDS, qid: str | None = None) -> Result:
+def compile_with_repair(compile_text: Callable[[str], Result], question: str, first: TranslationResult | str,
+                        translator: Translator, frontend: str = "desq", *, rounds: int = DEFAULT_ROUNDS,
+                        qid: str | None = None) -> Result:
     """`compile_text` the translator's first output (a TranslationResult or text); repair it through the translator
     while it fails at a repairable stage. Returns the last Result with one `repair` step per round first in its
     steps and `repairs`, the rounds as plain data."""

@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_dumps.stage_errors import EXIT_USAGE, KBQAError
 from kbqa.commands.common import (
@@ -25,6 +25,14 @@ from kbqa.commands.common import (
 )
 from kbqa.frontends import FRONTENDS
 from kbqa.settings import get_translator_settings
+
+if TYPE_CHECKING:
+    from eval.records import Record
+    from eval.runner import Predictor
+    from eval.summary import Summary
+    from kb_dumps.label_memory import LabelMemory
+    from kbqa.pipeline import Engine
+    from kbqa.result import Result
 
 EXAMPLE = """kbqa eval simplequestions-valid --predictions preds.jsonl --store kb/ --limit 100 --out runs/sq
   kbqa eval my_questions.json --dataset-format qald --predictions preds.jsonl
@@ -122,10 +130,10 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def prediction_from_engine(result: Any, text: str, gold: dict[str, str] | None = None) -> dict[str, Any]:
+def prediction_from_engine(result: Result, text: str, gold: dict[str, str] | None = None) -> dict[str, Any]:
     """An Engine `Result` -> prediction fields: SPARQL, stage errors, steps, and the grounding per
     placeholder (chosen IRI, candidate ids, and the gold IRI when known — the oracle knows it)."""
-    d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    d = result.to_dict()
     grounding = {}
     for g in d.get("grounding") or []:
         entry = {"kind": g.get("kind"), "predicted": g.get("chosen"),
@@ -137,8 +145,8 @@ def prediction_from_engine(result: Any, text: str, gold: dict[str, str] | None =
             "steps": d.get("steps"), "grounding": grounding or None}
 
 
-def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Any],
-                    engine_kw: dict[str, Any]) -> Any:
+def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Engine],
+                    engine_kw: dict[str, Any]) -> Predictor:
     """A predictor over a predictions file; a `desq`-only line is compiled through kbqa.pipeline.Engine."""
     from eval.runner import Prediction
 
@@ -150,7 +158,7 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
         engine = Engine.from_settings(resolve_store(store_dir), **engine_kw)
         engines.append(engine)
 
-    def predict(record: Any) -> Prediction:
+    def predict(record: Record) -> Prediction:
         d = preds.get(record.id)
         if d is None:
             return Prediction(stage_errors=[{"stage": "translate", "qid": record.id,
@@ -165,8 +173,8 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     return predict
 
 
-def _oracle_predictor(store_dir: Path, engines: list[Any], closers: list[Any], engine_kw: dict[str, Any],
-                      execute: bool = True) -> Any:
+def _oracle_predictor(store_dir: Path, engines: list[Engine], closers: list[LabelMemory], engine_kw: dict[str, Any],
+                      execute: bool = True) -> Predictor:
     """decompose(gold) with the URIs removed from its grounding block, compiled by the Engine: what
     grounding + assembly alone achieve when the model's output is perfect but for the URIs."""
     from assembler.plan import Placeholder, walk
@@ -183,7 +191,7 @@ def _oracle_predictor(store_dir: Path, engines: list[Any], closers: list[Any], e
     engine = Engine.from_settings(store_dir, **engine_kw)
     engines.append(engine)
 
-    def predict(record: Any) -> Prediction:
+    def predict(record: Record) -> Prediction:
         if not record.sparql:
             return Prediction(stage_errors=[{"stage": "translate", "qid": record.id,
                                              "message": "no gold query to decompose (the oracle needs one)"}])
@@ -204,8 +212,8 @@ def _oracle_predictor(store_dir: Path, engines: list[Any], closers: list[Any], e
     return predict
 
 
-def _engine_predictor(store_dir: Path, frontend: str, records: list[Any], engines: list[Any],
-                      engine_kw: dict[str, Any]) -> Any:
+def _engine_predictor(store_dir: Path, frontend: str, records: list[Record], engines: list[Engine],
+                      engine_kw: dict[str, Any]) -> Predictor:
     """The whole system: Engine.ask with the translator of `engine_kw` (its settings). The questions being scored
     are excluded from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
@@ -215,7 +223,7 @@ def _engine_predictor(store_dir: Path, frontend: str, records: list[Any], engine
     engines.append(engine)  # closing the engine closes the translator it made
     engine.translator.exclude({r.id for r in records}, {q for r in records for q in r.questions.values()})
 
-    def predict(record: Any) -> Prediction:
+    def predict(record: Record) -> Prediction:
         result = engine.ask(record.question, frontend=frontend, qid=record.id)
         return Prediction.from_dict(prediction_from_engine(result, result.text))
 
@@ -258,31 +266,12 @@ def run(args: argparse.Namespace) -> int:
     return _run(args)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from eval.loaders import load, resolve_benchmark
-    from eval.runner import run_eval
+def _run_settings(fmt: str, records: list[Record], store_dir: Path | None, endpoint: str | None, timeout: float,
+                  row_cap: int) -> dict[str, Any]:
+    """The run's `settings` (its manifest: a resumed run must match them), with a warning when the store's KB is
+    not the benchmark's."""
     from kb_dumps.layout import StoreLayout
-    from kb_dumps.store import open_store
-    from kb_dumps.store_types import DEFAULT_ROW_CAP
-    from kbqa.settings import get_settings
 
-    cfg = get_settings().store
-    path, known_fmt, name = resolve_benchmark(args.benchmark)
-    fmt = args.dataset_format or known_fmt
-    records = load(path, fmt, dataset=name)
-    timeout = args.timeout or cfg.query_timeout_s
-    row_cap = cfg.row_cap or DEFAULT_ROW_CAP
-    if (args.oracle or args.predictions is not None) and (args.backend or args.model or args.replay):
-        raise KBQAError("--backend / --model / --replay choose the translator of an engine run; they do not apply to "
-                        "--predictions or --oracle", stage="usage")
-    engine_mode = args.oracle or args.predictions is None  # the oracle and the translators need a store
-    endpoint = args.sparql_endpoint
-    if endpoint and engine_mode and args.store is None:
-        raise KBQAError("--translator / --oracle with --endpoint need --store DIR for the label memory and index "
-                        "(a remote store: `kbqa ingest --endpoint URL --store DIR`, then `kbqa index`)", stage="usage")
-    store_dir = resolve_store(args.store) if engine_mode else args.store
-    engine_kw = {"sparql_endpoint": endpoint, "endpoint_dialect": args.endpoint_dialect, "query_timeout_s": timeout,
-                 "row_cap": row_cap}
     kbs = {r.meta.get("kb") for r in records if r.usable}
     store_info = None
     if store_dir is not None:
@@ -297,8 +286,17 @@ def _run(args: argparse.Namespace) -> int:
     remote = endpoint or ((StoreLayout.of(store_dir).endpoint or {}).get("url") if store_dir is not None else None)
     if remote:  # results from another endpoint are not mixed into a resumed run
         settings["endpoint"] = remote
-    engines: list[Any] = []
-    closers: list[Any] = []
+    return settings
+
+
+def _predictor(args: argparse.Namespace, name: str, records: list[Record], store_dir: Path | None,
+               engine_kw: dict[str, Any], settings: dict[str, Any], engines: list[Engine], closers: list[LabelMemory]
+               ) -> tuple[Predictor, Path, int]:
+    """(predictor, output folder, jobs) of the mode asked for: the oracle, the engine with a translator, or a
+    predictions file; `settings` gets the system's name."""
+    from kbqa.settings import get_settings
+
+    cfg = get_settings().store
     jobs = max(1, args.jobs)
     if args.oracle:
         settings.update(system="oracle", mode="oracle")
@@ -330,6 +328,37 @@ def _run(args: argparse.Namespace) -> int:
         predictor = _file_predictor(preds, args.predictions, store_dir, engines, engine_kw)
         if engines:
             jobs = 1
+    return predictor, out, jobs
+
+
+def _run(args: argparse.Namespace) -> int:
+    from eval.loaders import load, resolve_benchmark
+    from eval.runner import run_eval
+    from kb_dumps.store import open_store
+    from kb_dumps.store_types import DEFAULT_ROW_CAP
+    from kbqa.settings import get_settings
+
+    cfg = get_settings().store
+    path, known_fmt, name = resolve_benchmark(args.benchmark)
+    fmt = args.dataset_format or known_fmt
+    records = load(path, fmt, dataset=name)
+    timeout = args.timeout or cfg.query_timeout_s
+    row_cap = cfg.row_cap or DEFAULT_ROW_CAP
+    if (args.oracle or args.predictions is not None) and (args.backend or args.model or args.replay):
+        raise KBQAError("--backend / --model / --replay choose the translator of an engine run; they do not apply to "
+                        "--predictions or --oracle", stage="usage")
+    engine_mode = args.oracle or args.predictions is None  # the oracle and the translators need a store
+    endpoint = args.sparql_endpoint
+    if endpoint and engine_mode and args.store is None:
+        raise KBQAError("--translator / --oracle with --endpoint need --store DIR for the label memory and index "
+                        "(a remote store: `kbqa ingest --endpoint URL --store DIR`, then `kbqa index`)", stage="usage")
+    store_dir = resolve_store(args.store) if engine_mode else args.store
+    engine_kw = {"sparql_endpoint": endpoint, "endpoint_dialect": args.endpoint_dialect, "query_timeout_s": timeout,
+                 "row_cap": row_cap}
+    settings = _run_settings(fmt, records, store_dir, endpoint, timeout, row_cap)
+    engines: list[Engine] = []
+    closers: list[LabelMemory] = []
+    predictor, out, jobs = _predictor(args, name, records, store_dir, engine_kw, settings, engines, closers)
     if args.no_execute:
         settings["execute"] = False
     store = (open_store(store_dir, endpoint=endpoint, timeout_s=timeout, row_cap=row_cap,
@@ -348,7 +377,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_ids(preds: dict[str, dict[str, Any]], records: list[Any], name: str, path: Path) -> None:
+def _check_ids(preds: dict[str, dict[str, Any]], records: list[Record], name: str, path: Path) -> None:
     ids = {r.id for r in records}
     matched = sum(1 for k in preds if k in ids)
     if preds and not matched:
@@ -359,7 +388,7 @@ def _check_ids(preds: dict[str, dict[str, Any]], records: list[Any], name: str, 
         print(f"warning: {len(preds) - matched} prediction id(s) are not in {name}; ignored", file=sys.stderr)
 
 
-def _print_text(s: Any, out: Path) -> None:
+def _print_text(s: Summary, out: Path) -> None:
     a, q = s.answer or {}, s.query or {}
     print(f"{s.dataset} / {s.system}: {s.n_records} question(s), {s.n_usable} usable, {s.correct} fully correct "
           f"({100 * s.accuracy:.1f}%); {s.n_new} computed now, {s.n_records - s.n_new} resumed")

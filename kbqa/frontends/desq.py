@@ -112,86 +112,101 @@ def _norm_ac(raw: str) -> str:
 
 
 def _read_text(text: str, errs: _Collector) -> tuple[list[Constraint], list[GroundingLine], str]:
-    section: str | None = None
-    seen: set[str] = set()
-    fmt = FORMAT
-    by_id: dict[str, Constraint] = {}
-    order: list[Constraint] = []
-    grounding: list[GroundingLine] = []
-    current: Constraint | None = None  # the AC whose fragment is being read
-    frag_lines: dict[str, list[str]] = {}
+    return _TextReader(errs).read(text)
 
-    def constraint(ac: str, line: int) -> Constraint:
-        if ac not in by_id:
-            by_id[ac] = Constraint(ac, line=line)
-            order.append(by_id[ac])
-        return by_id[ac]
 
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if _FENCE_RE.match(raw):
-            continue
-        line = raw.rstrip()
-        fm = _FORMAT_RE.match(line)
-        if fm and section is None:
-            fmt = fm.group(1)
-            if fmt.lower() != FORMAT:
-                errs.add("parse", f"unknown format {fmt[:40]!r}: this reader understands only {FORMAT}",
-                         line=lineno)
-                return [], [], fmt
-            fmt = FORMAT
-            continue
-        hm = _HEADER_RE.match(line)
-        if hm:
-            word = hm.group(1).lower()
-            section = "constraints" if "constraint" in word else "fragments" if word.startswith("frag") else "grounding"
-            if section in seen:
-                errs.add("parse", f"the {section.upper()} section appears twice", line=lineno)
-            seen.add(section)
-            current = None
-            continue
-        if not line.strip():
-            if section == "fragments" and current is not None:
-                frag_lines[current.id].append("")
-            continue
-        if section == "constraints":
-            m = _AC_TEXT_RE.match(line)
-            if m:
-                c = constraint(_norm_ac(m.group(1)), lineno)
-                if c.text:
-                    errs.add("parse", f"{c.id} is described twice", line=lineno, ac=c.id)
-                c.text = m.group(2).strip()
-                current = c
-            elif current is not None:
-                current.text = (current.text + " " + line.strip()).strip()
-            else:
-                errs.add("parse", "expected 'ACn: sentence' in ATOMIC CONSTRAINTS", line=lineno)
-        elif section == "fragments":
-            m = _AC_FRAG_RE.match(line)
-            if m:
-                c = constraint(_norm_ac(m.group(1)), lineno)
-                if c.id in frag_lines:
-                    errs.add("parse", f"{c.id} has two fragments; write one fragment per AC", line=lineno, ac=c.id)
-                c.fragment_line = lineno
-                frag_lines[c.id] = [m.group(2)]
-                current = c
-            elif current is not None:
-                frag_lines[current.id].append(line)
-            else:
-                errs.add("parse", "fragment text before the first 'ACn =>'", line=lineno)
-        elif section == "grounding":
-            g = _read_grounding_line(line, lineno, errs)
-            if g is not None:
-                grounding.append(g)
-        # Text before the first section (a model's preamble) is ignored on purpose.
+class _TextReader:
+    """Reads the three sections of a DeSQ text line by line: the AC sentences, their fragments (which may span
+    lines), the grounding lines. Text before the first section (a model's preamble) is ignored on purpose."""
 
-    for c in order:
-        if c.id in frag_lines:
-            c.fragment = "\n".join(frag_lines[c.id]).strip()
-    for name in ("constraints", "fragments", "grounding"):
-        if name not in seen:
-            header = "ATOMIC CONSTRAINTS" if name == "constraints" else name.upper()
-            errs.add("parse", f"missing section {header}")
-    return order, grounding, fmt
+    def __init__(self, errs: _Collector):
+        self.errs = errs
+        self.section: str | None = None
+        self.seen: set[str] = set()
+        self.by_id: dict[str, Constraint] = {}
+        self.order: list[Constraint] = []
+        self.grounding: list[GroundingLine] = []
+        self.current: Constraint | None = None  # the AC whose sentence or fragment is being read
+        self.frag_lines: dict[str, list[str]] = {}
+
+    def read(self, text: str) -> tuple[list[Constraint], list[GroundingLine], str]:
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            if _FENCE_RE.match(raw):
+                continue
+            line = raw.rstrip()
+            fm = _FORMAT_RE.match(line)
+            if fm and self.section is None:
+                if fm.group(1).lower() != FORMAT:
+                    self.errs.add("parse", f"unknown format {fm.group(1)[:40]!r}: this reader understands only "
+                                           f"{FORMAT}", line=lineno)
+                    return [], [], fm.group(1)
+                continue
+            hm = _HEADER_RE.match(line)
+            if hm:
+                self.header(hm.group(1).lower(), lineno)
+            elif not line.strip():
+                if self.section == "fragments" and self.current is not None:
+                    self.frag_lines[self.current.id].append("")
+            elif self.section == "constraints":
+                self.sentence_line(line, lineno)
+            elif self.section == "fragments":
+                self.fragment_line(line, lineno)
+            elif self.section == "grounding":
+                g = _read_grounding_line(line, lineno, self.errs)
+                if g is not None:
+                    self.grounding.append(g)
+        return self.finish()
+
+    def constraint(self, ac: str, line: int) -> Constraint:
+        if ac not in self.by_id:
+            self.by_id[ac] = Constraint(ac, line=line)
+            self.order.append(self.by_id[ac])
+        return self.by_id[ac]
+
+    def header(self, word: str, lineno: int) -> None:
+        section = "constraints" if "constraint" in word else "fragments" if word.startswith("frag") else "grounding"
+        if section in self.seen:
+            self.errs.add("parse", f"the {section.upper()} section appears twice", line=lineno)
+        self.section = section
+        self.seen.add(section)
+        self.current = None
+
+    def sentence_line(self, line: str, lineno: int) -> None:
+        m = _AC_TEXT_RE.match(line)
+        if m:
+            c = self.constraint(_norm_ac(m.group(1)), lineno)
+            if c.text:
+                self.errs.add("parse", f"{c.id} is described twice", line=lineno, ac=c.id)
+            c.text = m.group(2).strip()
+            self.current = c
+        elif self.current is not None:
+            self.current.text = (self.current.text + " " + line.strip()).strip()
+        else:
+            self.errs.add("parse", "expected 'ACn: sentence' in ATOMIC CONSTRAINTS", line=lineno)
+
+    def fragment_line(self, line: str, lineno: int) -> None:
+        m = _AC_FRAG_RE.match(line)
+        if m:
+            c = self.constraint(_norm_ac(m.group(1)), lineno)
+            if c.id in self.frag_lines:
+                self.errs.add("parse", f"{c.id} has two fragments; write one fragment per AC", line=lineno, ac=c.id)
+            c.fragment_line = lineno
+            self.frag_lines[c.id] = [m.group(2)]
+            self.current = c
+        elif self.current is not None:
+            self.frag_lines[self.current.id].append(line)
+        else:
+            self.errs.add("parse", "fragment text before the first 'ACn =>'", line=lineno)
+
+    def finish(self) -> tuple[list[Constraint], list[GroundingLine], str]:
+        for c in self.order:
+            if c.id in self.frag_lines:
+                c.fragment = "\n".join(self.frag_lines[c.id]).strip()
+        for name in ("constraints", "fragments", "grounding"):
+            if name not in self.seen:
+                header = "ATOMIC CONSTRAINTS" if name == "constraints" else name.upper()
+                self.errs.add("parse", f"missing section {header}")
+        return self.order, self.grounding, FORMAT
 
 
 def _read_grounding_line(line: str, lineno: int | None, errs: _Collector) -> GroundingLine | None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz
 
@@ -31,6 +31,9 @@ from kbqa.translators.casebank import (
     question_key,
 )
 from kbqa.translators.mentions import MentionDetector, MentionPrior, mask, open_lexicon, tokenize
+
+if TYPE_CHECKING:
+    from eval.records import Record
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +186,33 @@ def _observe_prior(prior: MentionPrior, detector: MentionDetector, case: Case, m
     prior.observe(matched, [t[2] for t in toks], inside)
 
 
+def _record_cases(name: str, rec: Record, decompose_fn: Decomposer, memory: LabelMemory, profile: KBProfile,
+                  languages: tuple[str, ...], stats: BuildStats) -> list[Case]:
+    """The cases of one benchmark record, one per question language; `stats` counts what was skipped and why."""
+    if not rec.usable or not rec.sparql:
+        stats.skipped["unusable record"] = stats.skipped.get("unusable record", 0) + 1
+        return []
+    try:
+        target = decompose_fn(rec.sparql)
+    except (KBQAError, ValueError) as e:
+        reason = "decompose: " + str(e).split(":")[0][:60]
+        stats.skipped[reason] = stats.skipped.get(reason, 0) + 1
+        return []
+    cases = []
+    for lang, text in rec.questions.items():
+        if languages and lang not in languages or not text.strip():
+            continue
+        try:
+            case = make_case(rec.id, name, text.strip(), lang, target, memory, profile)
+        except ValueError:
+            stats.skipped["target does not parse"] = stats.skipped.get("target does not parse", 0) + 1
+            continue
+        stats.slots += sum(1 for s in case.slots if s.kind == "entity")
+        stats.slots_named += sum(1 for s in case.slots if s.kind == "entity" and s.span)
+        cases.append(case)
+    return cases
+
+
 def build_case_bank(store_dir: str | Path, sets: Iterable[str] | None = None, *,
                     exclude_sets: Iterable[str] = (), exclude_ids: Iterable[str] = (),
                     exclude_questions: Iterable[str] = (), limit_per_set: int | None = None,
@@ -224,25 +254,7 @@ def build_case_bank(store_dir: str | Path, sets: Iterable[str] | None = None, *,
                     skip_q and any(question_key(q) in skip_q for q in rec.questions.values())):
                 stats.excluded += 1
                 continue
-            if not rec.usable or not rec.sparql:
-                stats.skipped["unusable record"] = stats.skipped.get("unusable record", 0) + 1
-                continue
-            try:
-                target = decompose_fn(rec.sparql)
-            except (KBQAError, ValueError) as e:
-                reason = "decompose: " + str(e).split(":")[0][:60]
-                stats.skipped[reason] = stats.skipped.get(reason, 0) + 1
-                continue
-            for lang, text in rec.questions.items():
-                if languages and lang not in languages or not text.strip():
-                    continue
-                try:
-                    case = make_case(rec.id, name, text.strip(), lang, target, memory, profile)
-                except ValueError:
-                    stats.skipped["target does not parse"] = stats.skipped.get("target does not parse", 0) + 1
-                    continue
-                stats.slots += sum(1 for s in case.slots if s.kind == "entity")
-                stats.slots_named += sum(1 for s in case.slots if s.kind == "entity" and s.span)
+            for case in _record_cases(name, rec, decompose_fn, memory, profile, languages, stats):
                 _observe_prior(prior, detector, case, memory)
                 cases.append(case)
         embedder = get_embedder(model or DEFAULT_MODEL)
