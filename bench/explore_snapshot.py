@@ -5,8 +5,9 @@ verbalisations and scores — written as JSONL, and two such files compared ques
   python -m bench.explore_snapshot write OUT.jsonl --n 60 [--sets spider,bestiary,sq] [--budget 6] [--work DIR]
   python -m bench.explore_snapshot compare BEFORE.jsonl AFTER.jsonl
 
-Another version of the code (a commit) runs the same script from its own tree, e.g.
-  git archive COMMIT | tar -x -C /tmp/old && PYTHONPATH=/tmp/old python bench/explore_snapshot.py write old.jsonl
+Another version of the code (a commit) runs this script from its own tree, e.g.
+  git archive COMMIT | tar -x -C /tmp/old && cp bench/explore_snapshot.py /tmp/old/bench/
+  cd /tmp/old && PYTHONPATH=/tmp/old python -m bench.explore_snapshot write old.jsonl --work /tmp/stores
 (`bench.explore`'s helpers, the translator and the engine are then that commit's). The search stops at a time
 budget, so a loaded machine can cut one run's search short and not the other's: `--budget` raises it (the default
 6 s is three times the shipped one), `truncated` marks each question the budget cut, and `--ids` re-runs only
