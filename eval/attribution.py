@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_dumps.profiles import get_profile
+from kb_dumps.profiles import KBProfile, get_profile
 from kb_dumps.stage_errors import PIPELINE_ORDER, Stage
 
 # Pipeline order (DESIGN "Assembly, checking, execution"); then `internal`, a bug of ours charged to no stage of
@@ -62,7 +62,7 @@ def wrong_placeholders(grounding: dict[str, dict[str, Any]] | None, placeholder_
     return out
 
 
-def _full(profile: Any, iri: Any) -> str | None:
+def _full(profile: KBProfile, iri: str | None) -> str | None:
     if not iri:
         return None
     try:

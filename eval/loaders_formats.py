@@ -18,7 +18,7 @@ _IRI = re.compile(r"https?://[^\s<>\"{}|^`\\]+")
 _NO_TEXT = {"", "na", "nana", "[]", "none", "null"}
 
 
-def fail(path: Path, message: str, rec_id: Any = None, line: int | None = None) -> KBQAError:
+def fail(path: Path, message: str, rec_id: str | int | None = None, line: int | None = None) -> KBQAError:
     """A malformed-file error naming the file and the record (or line)."""
     where = f"record {rec_id}: " if rec_id is not None else ""
     return KBQAError(f"{where}{message}", stage="parse", file=str(path), line=line,
@@ -32,7 +32,7 @@ def text_or_none(value: Any) -> str | None:
     return None if re.sub(r"[\s/]", "", s).lower() in _NO_TEXT else s
 
 
-def make_record(rec_id: Any, questions: dict[str, str], sparql: str | None, *, kb: str, dataset: str,
+def make_record(rec_id: str | int, questions: dict[str, str], sparql: str | None, *, kb: str, dataset: str,
                 meta: dict[str, Any] | None = None, answers: list | None = None, answer_vars: list[str] | None = None,
                 boolean: bool | None = None, check_syntax: bool = True) -> Record:
     """Build a Record, preparing the gold query and deciding usability (reason kept, never dropped)."""
@@ -65,7 +65,7 @@ def file_kb(path: Path, sparqls: list[str | None]) -> str:
 
 
 # ---- QALD JSON (QALD-7/9-plus/10, BESTIARY) and its flat variant [{id, question, sparql}] --------
-def _qald_answers(path: Path, rid: Any, raw: Any) -> tuple[list | None, list[str], bool | None]:
+def _qald_answers(path: Path, rid: str | int, raw: Any) -> tuple[list | None, list[str], bool | None]:
     if raw is None or raw == []:
         return None, [], None
     if not isinstance(raw, list) or not isinstance(raw[0], dict):
@@ -80,7 +80,7 @@ def _qald_answers(path: Path, rid: Any, raw: Any) -> tuple[list | None, list[str
     return rows, names, None
 
 
-def _qald_questions(path: Path, rid: Any, q: dict) -> dict[str, str]:
+def _qald_questions(path: Path, rid: str | int, q: dict) -> dict[str, str]:
     raw = q.get("question")
     if isinstance(raw, str):
         return {"en": text_or_none(raw) or ""}

@@ -17,7 +17,7 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from scipy.optimize import linear_sum_assignment
 
 from eval.loaders_sparql import UnusableQuery, add_missing_prefixes, rewrite_label_service, standard_prefixes
-from kb_dumps.profiles import WIKIDATA_PREFIXES, get_profile
+from kb_dumps.profiles import WIKIDATA_PREFIXES, KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo
 
 # Algebra nodes whose children may be reordered without changing the query's meaning.
@@ -177,59 +177,14 @@ def _canonical_names(c: _Collector) -> dict[str, str]:
 
 
 def _serialise(node: Any, names: dict[str, str]) -> str:
+    """A canonical text of an rdflib algebra node (any of its node, term and container types), with variables
+    renamed by `names`: two queries that differ only in order or nesting serialise alike."""
     if isinstance(node, Variable):
         return names.get(str(node), f"?{node}")
     if isinstance(node, BNode):
         return names.get(f"_:{node}", "_:b")
     if isinstance(node, CompValue):
-        if node.name == "OrderCondition" and node.get("order") in (None, "ASC"):
-            return _serialise(node["expr"], names)  # `ASC(?x)` and `?x` order alike
-        if node.name in ("ConditionalAndExpression", "ConditionalOrExpression"):
-            # `(a && b) && c` = `a && (b && c)` = `a && b && c`: flatten and sort the operands
-            operands: list[Any] = []
-            stack: list[Any] = [node]
-            while stack:
-                n = stack.pop()
-                if isinstance(n, CompValue) and n.name == node.name:
-                    stack.append(n["expr"])
-                    stack.extend(n.get("other") or [])
-                else:
-                    operands.append(n)
-            return f"{node.name}(" + ",".join(sorted(_serialise(x, names) for x in operands)) + ")"
-        if node.name in ("AdditiveExpression", "MultiplicativeExpression"):
-            # `(a - b) + c` = `a - b + c`: left-nested chains written by a Plan merge into one
-            inner = node["expr"]
-            ops, others = list(node.get("op") or []), list(node.get("other") or [])
-            while isinstance(inner, CompValue) and inner.name == node.name:
-                ops = list(inner.get("op") or []) + ops
-                others = list(inner.get("other") or []) + others
-                inner = inner["expr"]
-            return (f"{node.name}(" + _serialise(inner, names) + "," +
-                    ",".join(f"{o}{_serialise(x, names)}" for o, x in zip(ops, others, strict=False)) + ")")
-        if node.name == "BGP":
-            return "BGP(" + " ".join(sorted(" ".join(_serialise(x, names) for x in t) + " ."
-                                            for t in node["triples"])) + ")"
-        if node.name in _COMMUTATIVE:
-            parts: list[str] = []
-            stack = [node]
-            while stack:  # flatten nested Join(Join(a, b), c) so that order and nesting do not matter
-                n = stack.pop()
-                for k in ("p1", "p2"):
-                    child = n.get(k)
-                    if isinstance(child, CompValue) and child.name == node.name:
-                        stack.append(child)
-                    else:
-                        parts.append(_serialise(child, names))
-            return f"{node.name}(" + ",".join(sorted(parts)) + ")"
-        items = []
-        for k, v in node.items():
-            if k.startswith("_"):
-                continue
-            s = _serialise(v, names)
-            if k == "PV" and isinstance(v, list):  # projection order does not change the answer set
-                s = "[" + ",".join(sorted(_serialise(x, names) for x in v)) + "]"
-            items.append(f"{k}={s}")
-        return f"{node.name}(" + ",".join(sorted(items)) + ")"
+        return _serialise_comp(node, names)
     if isinstance(node, dict):
         return "{" + ",".join(sorted(f"{_serialise(k, names)}:{_serialise(v, names)}" for k, v in node.items())) + "}"
     if isinstance(node, (list, tuple)):
@@ -241,7 +196,58 @@ def _serialise(node: Any, names: dict[str, str]) -> str:
     return repr(node)
 
 
-def _property_key(iri: str, profile: Any) -> str:
+def _serialise_comp(node: CompValue, names: dict[str, str]) -> str:
+    if node.name == "OrderCondition" and node.get("order") in (None, "ASC"):
+        return _serialise(node["expr"], names)  # `ASC(?x)` and `?x` order alike
+    if node.name in ("ConditionalAndExpression", "ConditionalOrExpression"):
+        # `(a && b) && c` = `a && (b && c)` = `a && b && c`: flatten and sort the operands
+        operands: list[Any] = []
+        stack: list[Any] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, CompValue) and n.name == node.name:
+                stack.append(n["expr"])
+                stack.extend(n.get("other") or [])
+            else:
+                operands.append(n)
+        return f"{node.name}(" + ",".join(sorted(_serialise(x, names) for x in operands)) + ")"
+    if node.name in ("AdditiveExpression", "MultiplicativeExpression"):
+        # `(a - b) + c` = `a - b + c`: left-nested chains written by a Plan merge into one
+        inner = node["expr"]
+        ops, others = list(node.get("op") or []), list(node.get("other") or [])
+        while isinstance(inner, CompValue) and inner.name == node.name:
+            ops = list(inner.get("op") or []) + ops
+            others = list(inner.get("other") or []) + others
+            inner = inner["expr"]
+        return (f"{node.name}(" + _serialise(inner, names) + "," +
+                ",".join(f"{o}{_serialise(x, names)}" for o, x in zip(ops, others, strict=False)) + ")")
+    if node.name == "BGP":
+        return "BGP(" + " ".join(sorted(" ".join(_serialise(x, names) for x in t) + " ."
+                                        for t in node["triples"])) + ")"
+    if node.name in _COMMUTATIVE:
+        parts: list[str] = []
+        stack = [node]
+        while stack:  # flatten nested Join(Join(a, b), c) so that order and nesting do not matter
+            n = stack.pop()
+            for k in ("p1", "p2"):
+                child = n.get(k)
+                if isinstance(child, CompValue) and child.name == node.name:
+                    stack.append(child)
+                else:
+                    parts.append(_serialise(child, names))
+        return f"{node.name}(" + ",".join(sorted(parts)) + ")"
+    items = []
+    for k, v in node.items():
+        if k.startswith("_"):
+            continue
+        s = _serialise(v, names)
+        if k == "PV" and isinstance(v, list):  # projection order does not change the answer set
+            s = "[" + ",".join(sorted(_serialise(x, names) for x in v)) + "]"
+        items.append(f"{k}={s}")
+    return f"{node.name}(" + ",".join(sorted(items)) + ")"
+
+
+def _property_key(iri: str, profile: KBProfile) -> str:
     """p:/ps:/pq:/wdt:/wd:P… of one property -> one key (the direct-property IRI)."""
     if iri.startswith(_WD_ENTITY) and profile.kind_hint(iri) == "property":
         return profile.property_namespace + iri[len(_WD_ENTITY):]
@@ -350,7 +356,7 @@ class PlaceholderScore:
         return cls(dict(d["by_kind"]), dict(d["overall"]), list(d["wrong"]))
 
 
-def _iri_key(iri: str | None, profile: Any) -> str | None:
+def _iri_key(iri: str | None, profile: KBProfile) -> str | None:
     if not iri:
         return None
     try:

@@ -22,9 +22,8 @@ import os
 import sys
 import tomllib
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -353,44 +352,44 @@ class ServerSettings(CheckedSettings):
 
 
 # ---- all sections -----------------------------------------------------------------------------------------
-SECTIONS: dict[str, type[CheckedSettings]] = {"store": StoreSettings, "grounding": GroundingSettings,
-                                              "frontend": FrontendSettings, "translator": TranslatorSettings}
+S = TypeVar("S", bound=CheckedSettings)
+
+
+class _Section(Generic[S]):
+    """A section of `Settings`: read on first use, with the overrides its class declares, then kept."""
+
+    def __init__(self, cls: type[S], *, takes_overrides: bool = True):
+        self.cls, self.takes_overrides = cls, takes_overrides
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Settings | None, owner: type | None = None) -> S:
+        if obj is None:
+            raise AttributeError(self.name)
+        if self.name not in obj.__dict__:
+            given = obj.overrides if self.takes_overrides else {}
+            obj.__dict__[self.name] = self.cls(**{k: v for k, v in given.items() if k in self.cls.model_fields})
+        return obj.__dict__[self.name]
 
 
 class Settings:
     """Every section of one process's settings, each read on first use. `overrides` (field name → value, None =
-    not given) go to the section that declares the field; a name no section declares is a TypeError (our bug)."""
+    not given) go to the section that declares the field; a name no section declares is a TypeError (our bug).
+    The server section takes no overrides: `kbqa serve` builds its `ServerSettings` from its flags."""
+
+    store = _Section(StoreSettings)
+    grounding = _Section(GroundingSettings)
+    frontend = _Section(FrontendSettings)
+    translator = _Section(TranslatorSettings)
+    server = _Section(ServerSettings, takes_overrides=False)
 
     def __init__(self, **overrides: Any):
-        known = {name for cls in SECTIONS.values() for name in cls.model_fields}
-        unknown = sorted(set(overrides) - known)
+        sections = (StoreSettings, GroundingSettings, FrontendSettings, TranslatorSettings)
+        unknown = sorted(set(overrides) - {name for cls in sections for name in cls.model_fields})
         if unknown:
             raise TypeError(f"no settings section declares {', '.join(unknown)}")
-        self._overrides = {k: v for k, v in overrides.items() if v is not None}
-
-    def _section(self, name: str) -> Any:
-        cls = SECTIONS[name]
-        return cls(**{k: v for k, v in self._overrides.items() if k in cls.model_fields})
-
-    @cached_property
-    def store(self) -> StoreSettings:
-        return self._section("store")
-
-    @cached_property
-    def grounding(self) -> GroundingSettings:
-        return self._section("grounding")
-
-    @cached_property
-    def frontend(self) -> FrontendSettings:
-        return self._section("frontend")
-
-    @cached_property
-    def translator(self) -> TranslatorSettings:
-        return self._section("translator")
-
-    @cached_property
-    def server(self) -> ServerSettings:
-        return ServerSettings()
+        self.overrides = {k: v for k, v in overrides.items() if v is not None}
 
 
 def get_settings(**overrides: Any) -> Settings:

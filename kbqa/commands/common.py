@@ -14,6 +14,7 @@ from kb_dumps.settings_types import MAX_SECONDS
 from kbqa.settings import get_settings
 
 if TYPE_CHECKING:
+    from kb_dumps.store_types import Store
     from kbqa.settings import ServerSettings
 
 # ---- argparse types: every numeric or path flag is checked where it is parsed ------------------------------
@@ -144,7 +145,7 @@ def store_target(args: argparse.Namespace) -> tuple[Path | None, str | None]:
 
 
 def open_query_store(store_dir: Path | None, endpoint: str | None, args: argparse.Namespace, timeout_s: float,
-                     row_cap: int) -> Any:
+                     row_cap: int) -> Store:
     """The store queries run on: the endpoint given, the one a remote store directory records, or local."""
     from kb_dumps.store import open_store
 
@@ -178,7 +179,7 @@ def print_json(obj: Any) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=None, default=str))
 
 
-def subparser(sub: Any, name: str, help_: str, example: str) -> argparse.ArgumentParser:
+def subparser(sub: argparse._SubParsersAction, name: str, help_: str, example: str) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 

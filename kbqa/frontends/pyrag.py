@@ -15,12 +15,15 @@ from kbqa.frontends.pyrag_program import read_program
 from kbqa.settings import RequestCaps
 
 if TYPE_CHECKING:
+    from kb_dumps.profiles import KBProfile
+    from kbqa.frontends.qcompiler import LeafRepair, LeafTranslate
     from kbqa.pipeline import Engine
 
 __all__ = ["parse_pyrag", "read_program", "frontend"]
 
 
-def parse_pyrag(text: str, translate_leaf: Any = None, *, profile: Any = "wikidata", repair: Any = None,
+def parse_pyrag(text: str, translate_leaf: LeafTranslate | None = None, *,
+                profile: str | KBProfile = "wikidata", repair: LeafRepair | None = None,
                 repair_rounds: int = 2, caps: RequestCaps | None = None) -> PyragResult:
     """Read, check and lower a program to one Plan (`PyragResult`: plan, errors, program, sub-questions).
     `translate_leaf` (question -> DeSQ) serves `ask_kb`; `profile` names the instance-of property. Never

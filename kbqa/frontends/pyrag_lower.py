@@ -36,7 +36,7 @@ from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_expr import expand_uri
 from kbqa.frontends.pyrag_program import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
-from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, translate_question
+from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, LeafRepair, LeafTranslate, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def _dedupe(items: list[Node]) -> list[Node]:
 
 
 class _Lowerer:
-    def __init__(self, profile: KBProfile, translate: Any, repair: Any, rounds: int):
+    def __init__(self, profile: KBProfile, translate: LeafTranslate | None, repair: LeafRepair | None, rounds: int):
         self.profile, self.translate, self.repair, self.rounds = profile, translate, repair, rounds
         self.env: dict[str, Val] = {}
         self.var_names: set[str] = set()
@@ -353,7 +353,8 @@ class _Lowerer:
                      ac=f"line{line}")
 
 
-def lower_program(text: str, translate_leaf: Any = None, *, profile: Any = "wikidata", repair: Any = None,
+def lower_program(text: str, translate_leaf: LeafTranslate | None = None, *,
+                  profile: str | KBProfile = "wikidata", repair: LeafRepair | None = None,
                   repair_rounds: int = 2, caps: RequestCaps | None = None) -> PyragResult:
     """Read, check and lower a PyRAG program (see `pyrag.parse_pyrag`). Never raises."""
     try:

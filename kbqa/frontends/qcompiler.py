@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assembler.plan import Bind, Group, Literal, Node, Placeholder, Query, Union, Var, substitute, walk
 from kb_dumps.stage_errors import ErrorInfo, KBQAError, Stage, internal_error
@@ -50,8 +50,9 @@ from kbqa.settings import RequestCaps
 
 if TYPE_CHECKING:
     from kbqa.pipeline import Engine
+    from kbqa.translators.base import TranslationResult, Translator
 
-LeafTranslate = Callable[[str], Any]  # leaf question -> DeSQ text, or a TranslationResult
+LeafTranslate = Callable[[str], "TranslationResult | str"]  # leaf question -> DeSQ text, or a TranslationResult
 LeafRepair = Callable[[str], Retranslate | None]  # leaf question -> its repair call (None: cannot repair)
 
 __all__ = ["AtomicQuery", "DependentQuery", "LeafRecord", "LeafTranslation", "ListQuery", "QCompilerResult",
@@ -107,17 +108,17 @@ class QCompilerResult:
                 "calls": self.calls}
 
 
-def leaf_translator(translator: Any, qid: str | None = None) -> LeafTranslate:
+def leaf_translator(translator: Translator, qid: str | None = None) -> LeafTranslate:
     """A Translator (kbqa.translators) as a leaf translator: leaf question → DeSQ. A replay translator finds
     leaves by their question text, so `qid` is passed only when given."""
 
-    def translate(question: str) -> Any:
+    def translate(question: str) -> TranslationResult:
         return translator.translate(question, "desq", qid=qid) if qid else translator.translate(question, "desq")
 
     return translate
 
 
-def leaf_repairer(translator: Any) -> LeafRepair:
+def leaf_repairer(translator: Translator) -> LeafRepair:
     """The repair call of a translator for each leaf (None per leaf when the translator cannot repair)."""
     from kbqa.repair import retranslator
 

@@ -15,7 +15,7 @@ import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -25,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from kb_dumps.sparql_text import with_prefixes
 from kb_dumps.stage_errors import KBQAError
 from kbqa.mcp.models import KBDescription, SchemaItem, SparqlResult, ToolErrorBody
 from kbqa.server import schemas
@@ -35,6 +36,8 @@ from kbqa.server.limits import Gate
 from kbqa.settings import ServerSettings
 
 if TYPE_CHECKING:
+    from grounding.candidates import GroundingResult
+    from grounding.schema import SchemaMemory
     from kbqa.pipeline import Engine, Result
 
 INSTRUCTIONS = """kbqa answers questions over one local knowledge graph with checked SPARQL.
@@ -53,7 +56,7 @@ class State(AppState):
     """What the lifespan opens once per process and every tool shares: the HTTP server's state, plus what
     `describe_kb` reads once."""
 
-    schema: Any = None  # the SchemaMemory, read (or built) on the first describe_kb
+    schema: SchemaMemory | None = None  # read (or built) on the first describe_kb
     translator: str | None = None
 
 
@@ -154,11 +157,37 @@ def create_server(settings: ServerSettings | None = None, *,
     """The MCP server over `settings.store` (or `settings.sparql_endpoint`); `engine_factory` as for `create_app`."""
     settings = settings or ServerSettings()
     state = State(settings, Gate(settings.max_inflight))
-    make_engine = engine_factory or default_engine_factory(settings)
+    server = KbqaMCP("kbqa", title="kbqa: questions over a local knowledge graph", instructions=INSTRUCTIONS,
+                     version="0.1.0", lifespan=_lifespan(state, engine_factory or default_engine_factory(settings)))
+    guard = guarded(state)
+
+    def tool(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
+        return server.tool(annotations=READ_ONLY)(guard(fn))
+
+    async def on_engine(fn: Callable[[EngineWorker], Any]) -> Any:
+        assert state.engines is not None
+        return await state.engines.run(fn, settings.queue_timeout_s, settings.request_timeout_s)
+
+    _add_question_tools(tool, state, on_engine)
+    _add_query_tools(tool, state, on_engine)
+    _add_kb_description(server, tool, state, on_engine)
+    _add_eval_resource(server)
+    server.state = state  # type: ignore[attr-defined]  # tests and the bench read the opened pools
+    return server
+
+
+OnEngine = Callable[[Callable[[EngineWorker], Any]], Awaitable[Any]]  # runs a call on a free engine
+Tool = Callable[[Callable[..., Awaitable[CallToolResult]]], Callable[..., Any]]  # registers a guarded tool
+
+
+def _lifespan(state: State, make_engine: Callable[[], Engine]
+              ) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[State]]:
+    """Opens the engines and the query workers once per process, on both transports (the streamable-HTTP manager
+    shares the lifespan across sessions), and closes them at the end."""
+    settings = state.settings
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[State]:
-        # entered once per process on both transports (the streamable-HTTP manager shares it across sessions)
         state.engines = EnginePool(settings.engines, make_engine, settings.model_timeout_s)
         await state.engines.start()
         worker = state.engines.workers[0]
@@ -177,16 +206,12 @@ def create_server(settings: ServerSettings | None = None, *,
                 state.store_pool.close()
             state.engines.close()
 
-    server = KbqaMCP("kbqa", title="kbqa: questions over a local knowledge graph",
-                     instructions=INSTRUCTIONS, version="0.1.0", lifespan=lifespan)
-    guard = guarded(state)
+    return lifespan
 
-    def tool(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
-        return server.tool(annotations=READ_ONLY)(guard(fn))
 
-    async def on_engine(fn: Callable[[EngineWorker], Any]) -> Any:
-        assert state.engines is not None
-        return await state.engines.run(fn, settings.queue_timeout_s, settings.request_timeout_s)
+def _add_question_tools(tool: Tool, state: State, on_engine: OnEngine) -> None:
+    """`ask`, `generate_sparql` and `explain`: the engine's ask and compile."""
+    settings = state.settings
 
     async def asked(question: str, frontend: str, execute: bool) -> CallToolResult:
         q = schemas.check_question(question, settings.max_question_chars)
@@ -206,13 +231,28 @@ def create_server(settings: ServerSettings | None = None, *,
         return await asked(question, frontend, False)
 
     @tool
+    async def explain(text: Annotated[str, Field(description="a DeSQ, QCompiler or PyRAG text")],
+                      frontend: schemas.Frontend = "desq", execute: Execute = True) -> ResultOut:
+        """Compile a front-end text you wrote (DeSQ atomic constraints + fragments + grounding, a QCompiler
+        expression, or a PyRAG program) into the Plan, its grounding and checked SPARQL, and run it."""
+        req = schemas.CompileRequest(frontend=frontend, source=text, execute=execute)  # the /v1/compile checks
+        if len(req.source) > settings.max_source_chars:
+            return tool_error("usage", f"the text has {len(req.source)} characters; the limit is "
+                                       f"{settings.max_source_chars}")
+        return result_output(await on_engine(lambda w: w.engine.compile(req.source, frontend=req.frontend,
+                                                                        execute=req.execute)))
+
+
+def _add_query_tools(tool: Tool, state: State, on_engine: OnEngine) -> None:
+    """`run_sparql` (the store's read-only query, as /sparql) and `ground` (as /v1/ground)."""
+    settings = state.settings
+
+    @tool
     async def run_sparql(query: Annotated[str, Field(description="a SELECT, ASK, CONSTRUCT or DESCRIBE query; the "
                                                                  "KB's prefixes (wd:, wdt:, …) need no PREFIX")]
                          ) -> Annotated[CallToolResult, SparqlResult]:
         """Run a read-only SPARQL query on the knowledge graph, as the server's /sparql does: updates and SERVICE
         are refused before anything runs, and the time budget and row cap apply."""
-        from kb_dumps.sparql_text import with_prefixes
-
         schemas.check_text(query, "the query")
         if not query.strip():
             return tool_error("usage", "the query is empty; give a SPARQL query")
@@ -244,7 +284,7 @@ def create_server(settings: ServerSettings | None = None, *,
         scores and the signals behind them; nothing below the confidence threshold."""
         schemas.check_text(label, "the label")
 
-        def call(w: EngineWorker) -> Any:
+        def call(w: EngineWorker) -> GroundingResult:
             found = w.engine.assembler.grounder.search(label, description, kind, k)
             if found is None:  # the index-less grounder proposes nothing (as /v1/ground: 503 there)
                 raise ServerError(503, "this server's store has no grounding index, so labels cannot be looked up; "
@@ -253,17 +293,14 @@ def create_server(settings: ServerSettings | None = None, *,
 
         return structured((await on_engine(call)).to_dict())
 
-    @tool
-    async def explain(text: Annotated[str, Field(description="a DeSQ, QCompiler or PyRAG text")],
-                      frontend: schemas.Frontend = "desq", execute: Execute = True) -> ResultOut:
-        """Compile a front-end text you wrote (DeSQ atomic constraints + fragments + grounding, a QCompiler
-        expression, or a PyRAG program) into the Plan, its grounding and checked SPARQL, and run it."""
-        req = schemas.CompileRequest(frontend=frontend, source=text, execute=execute)  # the /v1/compile checks
-        if len(req.source) > settings.max_source_chars:
-            return tool_error("usage", f"the text has {len(req.source)} characters; the limit is "
-                                       f"{settings.max_source_chars}")
-        return result_output(await on_engine(lambda w: w.engine.compile(req.source, frontend=req.frontend,
-                                                                        execute=req.execute)))
+
+def _add_kb_description(server: MCPServer[Any], tool: Tool, state: State, on_engine: OnEngine) -> None:
+    """`describe_kb` and the `kbqa://schema` resource: the KB's vocabulary, read once."""
+
+    async def describe(limit: int) -> KBDescription:
+        if state.schema is None:
+            state.schema = await on_engine(read_schema)
+        return kb_description(state, limit)
 
     @tool
     async def describe_kb(limit: Annotated[int, Field(ge=1, le=1000, description="classes and predicates to "
@@ -273,11 +310,6 @@ def create_server(settings: ServerSettings | None = None, *,
         used classes and predicates with their labels: the vocabulary to phrase questions and queries in."""
         return structured((await describe(limit)).model_dump(mode="json"))
 
-    async def describe(limit: int) -> KBDescription:
-        if state.schema is None:
-            state.schema = await on_engine(read_schema)
-        return kb_description(state, limit)
-
     @server.resource("kbqa://schema", name="schema", mime_type="application/json",
                      description="the KB's profile, counts, prefixes, and its 200 most used classes and predicates")
     async def schema_resource() -> str:
@@ -286,21 +318,22 @@ def create_server(settings: ServerSettings | None = None, *,
         except (ServerError, KBQAError) as e:
             raise ResourceError(str(e)) from None
 
-    report = last_eval_report()
-    if report is not None:  # only offered when `kbqa eval` has written one
-        @server.resource("kbqa://eval/last", name="last evaluation report", mime_type="text/markdown",
-                         description="the newest `kbqa eval` report (report.md) under the kbqa home")
-        def eval_resource() -> str:
-            path = last_eval_report()
-            if path is None:
-                raise ResourceError("no evaluation report any more")
-            return path.read_text(encoding="utf-8")
 
-    server.state = state  # type: ignore[attr-defined]  # tests and the bench read the opened pools
-    return server
+def _add_eval_resource(server: MCPServer[Any]) -> None:
+    """`kbqa://eval/last`: the newest `kbqa eval` report, offered only when one has been written."""
+    if last_eval_report() is None:
+        return
+
+    @server.resource("kbqa://eval/last", name="last evaluation report", mime_type="text/markdown",
+                     description="the newest `kbqa eval` report (report.md) under the kbqa home")
+    def eval_resource() -> str:
+        path = last_eval_report()
+        if path is None:
+            raise ResourceError("no evaluation report any more")
+        return path.read_text(encoding="utf-8")
 
 
-def read_schema(w: EngineWorker) -> Any:
+def read_schema(w: EngineWorker) -> SchemaMemory:
     """The store's schema memory (`grounding.schema`): saved by `kbqa index`, else built once and saved."""
     from grounding.schema import build_schema, open_schema
 

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,7 +30,10 @@ from kbqa.server.sparql import router as sparql_router
 from kbqa.settings import ServerSettings
 
 if TYPE_CHECKING:
+    from grounding.candidates import GroundingResult
+    from kb_dumps.profiles import KBProfile
     from kbqa.pipeline import Engine
+    from kbqa.result import Result
 
 log = logging.getLogger("kbqa.server")
 STATIC = Path(__file__).parent / "static"
@@ -42,7 +45,7 @@ class AppState:
     gate: Gate
     engines: EnginePool | None = None
     store_pool: StorePool | None = None
-    profile: Any = None
+    profile: KBProfile | None = None
     prefixes: Prefixes | None = None  # declares the profile's prefixes a /sparql query leaves undeclared
 
 
@@ -76,7 +79,27 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
     (tests inject small ones); by default it is what `kbqa ask` makes."""
     settings = settings or ServerSettings()
     state = AppState(settings, Gate(settings.max_inflight))
-    make_engine = engine_factory or default_engine_factory(settings)
+    lifespan = _lifespan(state, engine_factory or default_engine_factory(settings))
+    app = FastAPI(title="kbqa", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Knowledge-graph question answering with checked SPARQL. Every error is "
+                              "`{\"error\": {\"stage\", \"message\"}}`; /v1 results are `kbqa ask --format json`.")
+    app.state.kbqa = state
+    app.add_middleware(SparqlRoute, state=state)  # innermost: inside both limits, before FastAPI's routing
+    app.add_middleware(InflightLimit, gate=state.gate)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # outermost: before anything reads it
+    install_error_handlers(app)
+    app.include_router(sparql_router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    _add_question_routes(app, state)
+    _add_lookup_routes(app, state)
+    return app
+
+
+def _lifespan(state: AppState, make_engine: Callable[[], Engine]
+              ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Opens the engines (and, with a store or endpoint, the /sparql query workers) once, and closes them."""
+    settings = state.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,32 +122,38 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
                 state.store_pool.close()
             state.engines.close()
 
-    app = FastAPI(title="kbqa", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Knowledge-graph question answering with checked SPARQL. Every error is "
-                              "`{\"error\": {\"stage\", \"message\"}}`; /v1 results are `kbqa ask --format json`.")
-    app.state.kbqa = state
-    app.add_middleware(SparqlRoute, state=state)  # innermost: inside both limits, before FastAPI's routing
-    app.add_middleware(InflightLimit, gate=state.gate)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # outermost: before anything reads it
-    install_error_handlers(app)
-    app.include_router(sparql_router)
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return lifespan
 
-    async def on_engine(fn: Callable[[EngineWorker], Any]) -> Any:
-        assert state.engines is not None
-        return await state.engines.run(fn, settings.queue_timeout_s, settings.request_timeout_s)
 
-    def question(text: str) -> str:
+class _Calls:
+    """How a route runs its work: on a free engine within the queue and request deadlines, with the question
+    checked first."""
+
+    def __init__(self, state: AppState):
+        self.state, self.settings = state, state.settings
+
+    async def on_engine(self, fn: Callable[[EngineWorker], Any]) -> Any:
+        assert self.state.engines is not None
+        return await self.state.engines.run(fn, self.settings.queue_timeout_s, self.settings.request_timeout_s)
+
+    def question(self, text: str) -> str:
         try:
-            return schemas.check_question(text, settings.max_question_chars)
+            return schemas.check_question(text, self.settings.max_question_chars)
         except ValueError as e:
             raise ServerError(422, str(e), "usage") from None
 
-    def asker(q: str, frontend: str, execute: bool, qid: str | None) -> Callable[[EngineWorker], Any]:
-        def call(w: EngineWorker) -> Any:
+    @staticmethod
+    def asker(q: str, frontend: str, execute: bool, qid: str | None) -> Callable[[EngineWorker], Result]:
+        def call(w: EngineWorker) -> Result:
             return w.engine.ask(q, frontend=frontend, qid=qid, execute=execute)
 
         return call
+
+
+def _add_question_routes(app: FastAPI, state: AppState) -> None:
+    """/v1/ask, /v1/generate, /v1/compile and /v1/batch: the engine's ask and compile."""
+    settings, calls = state.settings, _Calls(state)
+    on_engine, question, asker = calls.on_engine, calls.question, calls.asker
 
     @app.post("/v1/ask", response_model=schemas.Result, responses=_errors(413, 422, 429, 502, 503, 504),
               summary="question → translator → checked SPARQL → answers, with the step report")
@@ -147,20 +176,6 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         result = await on_engine(lambda w: w.engine.compile(req.source, frontend=req.frontend, execute=req.execute))
         return result_response(result)
 
-    @app.get("/v1/ground", response_model=schemas.GroundingResponse, responses=_errors(422, 429, 503, 504),
-             summary="ranked KB ids for a label (and description), as `kbqa ground`")
-    async def ground_route(label: str = Query("", max_length=1000), description: str | None = Query(None),
-                           kind: Literal["entity", "property", "class"] | None = None,
-                           k: int = Query(10, ge=1, le=100)) -> JSONResponse:
-        def call(w: EngineWorker) -> Any:
-            found = w.engine.assembler.grounder.search(label, description, kind, k)
-            if found is None:  # the index-less grounder (assembler.combinations.MemoryGrounder) proposes nothing
-                raise ServerError(503, "this server's store has no grounding index, so labels cannot be looked "
-                                       f"up; build it with `kbqa index --store {settings.store or 'DIR'}`", "ground")
-            return found
-
-        return JSONResponse((await on_engine(call)).to_dict())
-
     @app.post("/v1/batch", response_model=schemas.BatchResponse, responses=_errors(413, 422, 429, 503),
               summary="many questions, answered concurrently on the engines; results in order")
     async def batch_route(req: schemas.BatchRequest) -> JSONResponse:
@@ -178,6 +193,25 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
         results = await asyncio.gather(*(one(q) for q in qs))
         return JSONResponse({"results": results, "seconds": round(time.perf_counter() - t0, 6)})
 
+
+def _add_lookup_routes(app: FastAPI, state: AppState) -> None:
+    """/v1/ground, /healthz and the web page."""
+    settings, on_engine = state.settings, _Calls(state).on_engine
+
+    @app.get("/v1/ground", response_model=schemas.GroundingResponse, responses=_errors(422, 429, 503, 504),
+             summary="ranked KB ids for a label (and description), as `kbqa ground`")
+    async def ground_route(label: str = Query("", max_length=1000), description: str | None = Query(None),
+                           kind: Literal["entity", "property", "class"] | None = None,
+                           k: int = Query(10, ge=1, le=100)) -> JSONResponse:
+        def call(w: EngineWorker) -> GroundingResult:
+            found = w.engine.assembler.grounder.search(label, description, kind, k)
+            if found is None:  # the index-less grounder (assembler.combinations.MemoryGrounder) proposes nothing
+                raise ServerError(503, "this server's store has no grounding index, so labels cannot be looked "
+                                       f"up; build it with `kbqa index --store {settings.store or 'DIR'}`", "ground")
+            return found
+
+        return JSONResponse((await on_engine(call)).to_dict())
+
     @app.get("/healthz", response_model=schemas.Health, responses=_errors(503), summary="readiness")
     async def healthz() -> JSONResponse:
         engines = state.engines
@@ -193,8 +227,6 @@ def create_app(settings: ServerSettings | None = None, *, engine_factory: Callab
     @app.get("/", include_in_schema=False)
     async def page(request: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
-
-    return app
 
 
 def failed_result(question: str, frontend: str, e: ServerError | KBQAError) -> dict:

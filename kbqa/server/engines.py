@@ -14,12 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kb_dumps.results import Written
 from kb_dumps.stage_errors import KBQAError
 from kbqa.server.errors import ServerError
 from kbqa.server.limits import timed
 from kbqa.translators.base import TranslationResult, Translator
 
 if TYPE_CHECKING:
+    from kb_dumps.store_types import Dataset, QueryResult, Store
     from kbqa.pipeline import Engine
 
 log = logging.getLogger("kbqa.server")
@@ -116,8 +118,8 @@ class EnginePool:
             w.executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _write_endpoint(res: Any, formats: tuple[str | None, str | None]) -> Any:
-    from kb_dumps.results import Written, write_rows
+def _write_endpoint(res: QueryResult, formats: tuple[str | None, str | None]) -> Written:
+    from kb_dumps.results import write_rows
 
     fmt = formats[1] if res.kind == "graph" else formats[0]
     if fmt is None:
@@ -135,8 +137,8 @@ class StorePool:
 
         self.stores = [open_store(store_dir, endpoint=endpoint, timeout_s=timeout_s, row_cap=row_cap, dialect=dialect)
                        for _ in range(max(1, n))]
-        self._free: asyncio.Queue[Any] = asyncio.Queue()
-        self._running: dict[Any, Any] = {}  # the task awaiting a query -> the store running it
+        self._free: asyncio.Queue[Store] = asyncio.Queue()
+        self._running: dict[asyncio.Task[Any], Store] = {}  # the task awaiting a query -> the store running it
         for s in self.stores:
             self._free.put_nowait(s)
 
@@ -151,18 +153,18 @@ class StorePool:
             elif isinstance(r, BaseException):
                 raise r
 
-    async def query(self, query: str, queue_timeout_s: float, dataset: Any = None,
-                    formats: tuple[str | None, str | None] = ("JSON", "TURTLE")) -> Any:
+    async def query(self, query: str, queue_timeout_s: float, dataset: Dataset | None = None,
+                    formats: tuple[str | None, str | None] = ("JSON", "TURTLE")) -> Written:
         """The result of `query` written as bytes (kb_dumps.results.Written): by the worker process of a LocalStore,
         here for an EndpointStore. `formats`: see `LocalStore.write`."""
         return await self._run(query, queue_timeout_s, dataset, formats)
 
-    async def rows(self, query: str, queue_timeout_s: float) -> Any:
+    async def rows(self, query: str, queue_timeout_s: float) -> QueryResult:
         """The result of `query` as a QueryResult (vars, rows of terms): what the MCP tool returns as data."""
         return await self._run(query, queue_timeout_s, None, None)
 
-    async def _run(self, query: str, queue_timeout_s: float, dataset: Any,
-                   formats: tuple[str | None, str | None] | None) -> Any:
+    async def _run(self, query: str, queue_timeout_s: float, dataset: Dataset | None,
+                   formats: tuple[str | None, str | None] | None) -> Written | QueryResult:
         """One query on a free store of the pool: written bytes (`formats` given) or a QueryResult (None)."""
         try:
             store = await asyncio.wait_for(self._free.get(), queue_timeout_s)
@@ -180,13 +182,13 @@ class StorePool:
         # LocalStore takes the protocol's dataset and base IRI, and writes the result in its worker; an
         # EndpointStore takes only the query, and its rows are written here
         if formats is None:
-            call: Any = lambda: store.query(query)  # noqa: E731
+            call: Callable[[], Written | QueryResult] = lambda: store.query(query)  # noqa: E731
         else:
             call = (lambda: store.write(query, formats, dataset=dataset)) if hasattr(store, "interrupt") else (
-                lambda: _write_endpoint(store.query(query), formats))
+                lambda: _write_endpoint(store.query(query), formats))  # type: ignore[assignment]
         future = loop.run_in_executor(None, call)
 
-        def release(_: Any) -> None:
+        def release(_: asyncio.Future[Written | QueryResult]) -> None:
             if task is not None:
                 self._running.pop(task, None)
             self._free.put_nowait(store)
@@ -196,7 +198,7 @@ class StorePool:
         # client-side deadline
         return await asyncio.shield(future)
 
-    def interrupt(self, task: Any) -> None:
+    def interrupt(self, task: asyncio.Task[Any] | None) -> None:
         """Stop the query `task` waits for (its client went away): LocalStore kills its worker; a remote
         endpoint's query runs to its deadline."""
         store = self._running.get(task)

@@ -8,15 +8,15 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa.translators.base import TranslateError, TranslationResult, Translator
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-Scope = dict[str, Any]
+from kbqa.translators.base import TranslateError, TranslationResult, Translator
 
 # Paths counted against the in-flight limit: the ones that do work (the page, health and schema never wait).
 LIMITED_PREFIXES = ("/v1/", "/sparql")
 
 
-async def _send_json(send: Any, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+async def _send_json(send: Send, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
     data = json.dumps(body).encode("utf-8")
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
@@ -30,10 +30,10 @@ class BodyLimit:
     The body is read here (bounded) and replayed to the app, so a client that sends no Content-Length
     (chunked) is bounded too."""
 
-    def __init__(self, app: Any, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -66,7 +66,7 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Any, size: int) -> None:
+    async def _too_large(self, send: Send, size: int) -> None:
         await _send_json(send, 413, {"error": {
             "stage": "usage", "message": f"the request body has {'more than ' if size > self.max_bytes else ''}"
                                          f"{size} bytes; the limit is {self.max_bytes} bytes"}},
@@ -86,10 +86,10 @@ class InflightLimit:
     """ASGI middleware: at most `gate.max_inflight` working requests at once; one more gets 429 with
     Retry-After, and every one gets 503 once the server is draining (shutting down)."""
 
-    def __init__(self, app: Any, gate: Gate):
+    def __init__(self, app: ASGIApp, gate: Gate):
         self.app, self.gate = app, gate
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gate = self.gate
         if scope["type"] != "http" or not scope["path"].startswith(LIMITED_PREFIXES):
             await self.app(scope, receive, send)
