@@ -123,7 +123,7 @@ class Diagnosis(BaseModel):
     alone_matches: bool | None = None
 
 
-class Step(BaseModel):
+class ReportStep(BaseModel):
     stage: str
     ok: bool
     seconds: float
@@ -150,7 +150,7 @@ class Result(BaseModel):
     grounding: list[PlaceholderGrounding]
     attempts: list[Attempt]
     diagnosis: Diagnosis | None
-    steps: list[Step]
+    steps: list[ReportStep]
     errors: list[ErrorDetail]
     timed_out: bool
     seconds: float
