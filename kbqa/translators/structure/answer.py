@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,9 @@ HERE = Path(__file__).resolve().parent
 MODEL_PATH = HERE / "model.json.gz"
 PROPERTIES_PATH = HERE / "properties.json.gz"
 NEUTRAL = "something"
-SKELETONS_TRIED = 3
+SKELETONS_TRIED = 5
+ENTITY_SEEN_BOOST = 0.3
+MENTION_CANDIDATES = 15  # a shared name has many entities; the train-question counts re-rank them
 _SLOT_NAMES = re.compile(r"\b(E|R|NUM|DATE|LANG|STR)(\d+)\b")
 WD = "http://www.wikidata.org/entity/"
 
@@ -50,12 +53,14 @@ class StructuredAnswer:
     slots: list[SlotFill] = field(default_factory=list)
     skeleton_alternatives: list[tuple[str, float]] = field(default_factory=list)
     why: str = ""
+    features: dict[str, float] = field(default_factory=dict)  # the re-ranker's input
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "sparql": self.sparql, "skeleton": self.skeleton,
                 "skeleton_probability": round(self.skeleton_probability, 4), "confidence": round(self.confidence, 4),
                 "why": self.why, "slots": [s.to_dict() for s in self.slots],
-                "skeleton_alternatives": [[s, round(p, 4)] for s, p in self.skeleton_alternatives]}
+                "skeleton_alternatives": [[s, round(p, 4)] for s, p in self.skeleton_alternatives],
+                "features": {k: round(v, 4) for k, v in self.features.items()}}
 
 
 def slot_names(skeleton: str) -> list[str]:
@@ -80,6 +85,9 @@ class StructureModel:
         self.bank = Bank(data["bank"], self.embedder)
         self.names = PropertyNames(properties, self.embedder)
         self.scorer = PropertyScorer(data["property_scorer"]["weights"], data["property_scorer"].get("bias", 0.0))
+        self.entity_counts: dict[str, int] = data.get("entity_counts") or {}
+        rr = data.get("skeleton_reranker")
+        self.reranker: tuple[dict[str, float], float] | None = (rr["weights"], rr["bias"]) if rr else None
         prior = data.get("mention_prior") or {}
         self.mention_prior = MentionPrior(spans=prior.get("spans", {}), words=prior.get("words", {}))
 
@@ -95,20 +103,37 @@ class StructureModel:
     # ---- answering --------------------------------------------------------------------------
     def answer(self, question: str, detector: MentionDetector | None) -> StructuredAnswer:
         question = " ".join(question.split())
-        mentions = detector.detect(question) if detector is not None else []
+        mentions = detector.detect(question, max_candidates=MENTION_CANDIDATES) if detector is not None else []
         tops = self.chooser.predict(question, top=SKELETONS_TRIED, extra=tuple(mention_features(mentions)))
-        best: StructuredAnswer | None = None
-        for rank, (sk, prob) in enumerate(tops):
-            cand = self._fill(question, sk, prob, mentions)
-            cand.skeleton_alternatives = tops
-            cand.why = f"the chooser's choice {rank + 1} of {len(tops)} (p={prob:.2f}); confidence " \
-                       f"{cand.confidence:.3f} = p x entity-mention cover x property scores"
-            if best is None or cand.confidence > best.confidence:
-                best = cand
-        assert best is not None
+        near: dict[str, list[tuple[int, float]]] = {}  # masked text -> neighbours, shared by the skeletons
+        cands = [self._fill(question, sk, prob, mentions, near) for sk, prob in tops]
+        if self.reranker is not None:
+            w, b = self.reranker
+            for c in cands:
+                z = b + sum(w.get(k, 0.0) * v for k, v in c.features.items())
+                c.confidence = 1.0 / (1.0 + math.exp(-z)) if c.sparql else 0.0
+        how = ("the fitted re-ranker over the chooser's top skeletons filled (chooser p, entity mentions, property "
+               "scores)" if self.reranker is not None else "chooser p x entity-mention cover x property scores")
+        best = max(cands, key=lambda c: c.confidence)
+        rank = cands.index(best)
+        best.skeleton_alternatives = tops
+        best.why = f"the chooser's choice {rank + 1} of {len(tops)} (p={best.skeleton_probability:.2f}); " \
+                   f"confidence {best.confidence:.3f} by {how}"
         return best
 
-    def _fill(self, question: str, sk: str, prob: float, mentions: list[Any]) -> StructuredAnswer:
+    def _entity_alternatives(self, mention: Any) -> list[tuple[str, float]]:
+        """A mention's candidates re-ranked: the detector's order, then how often the train questions asked about
+        each (a name shared by several entities mostly means the one people ask about)."""
+        def key(rank_c: tuple[int, Any]) -> float:
+            rank, c = rank_c
+            seen = self.entity_counts.get(c.id.rsplit("/", 1)[-1], 0)
+            return c.match * (0.97 ** rank) * (1.0 + ENTITY_SEEN_BOOST * math.log1p(seen))
+
+        ranked = sorted(enumerate(mention.candidates), key=lambda rc: -key(rc))
+        return [(c.id.replace(WD, "wd:"), round(key((r, c)), 4)) for r, c in ranked[:5]]
+
+    def _fill(self, question: str, sk: str, prob: float, mentions: list[Any],
+              near: dict[str, list[tuple[int, float]]]) -> StructuredAnswer:
         names = slot_names(sk)
         n_ent = sum(1 for n in names if n.startswith("E"))
         picked = sorted(choose(mentions, n_ent), key=lambda m: m.start) if n_ent else []
@@ -123,22 +148,26 @@ class StructureModel:
         fills: list[SlotFill] = []
         values: dict[str, str] = {}
         ent_conf = 1.0
+        ent_scores: list[float] = []
         for i, name in enumerate(n for n in names if n.startswith("E")):
             if i < len(picked):
                 m = picked[i]
-                alts = [(c.id.replace(WD, "wd:"), float(c.match)) for c in m.candidates[:5]]
+                alts = self._entity_alternatives(m)
                 fills.append(SlotFill(name, alts[0][0] if alts else None, alts, f"mention '{m.text}'{order_note}"))
                 if alts:
                     values[name] = alts[0][0]
                 ent_conf *= min(1.0, 0.3 + m.score)
+                ent_scores.append(m.score)
             else:
                 fills.append(SlotFill(name, None, [], "no mention left in the question"))
                 ent_conf *= 0.05
         masked = mask(question, [(m.start, m.end) for m in picked], NEUTRAL)
-        vector = self.embedder.encode_one(masked)
-        neighbours = self.bank.nearest(vector)
+        if masked not in near:  # skeletons with as many entities share the masked text's neighbours
+            near[masked] = self.bank.nearest(self.embedder.encode_one(masked))
+        neighbours = near[masked]
         used: set[str] = set()
         prop_conf = 1.0
+        prop_logs: list[float] = []
         for name in (n for n in names if n.startswith("R")):
             ranked = self.scorer.rank(property_features(sk, name, masked, self.bank, self.names, neighbours))
             ranked = [(p, s) for p, s in ranked if p not in used] or ranked
@@ -146,6 +175,7 @@ class StructureModel:
                 values[name] = ranked[0][0]
                 used.add(ranked[0][0])
                 prop_conf *= ranked[0][1]
+                prop_logs.append(math.log(max(ranked[0][1], 1e-6)))
             fills.append(SlotFill(name, ranked[0][0] if ranked else None, ranked[:5], "fitted property scorer"))
         for name in names:
             if name[0] in "ER":
@@ -159,8 +189,26 @@ class StructureModel:
         fills.sort(key=lambda f: order.get(f.name, 99))
         complete = all(n in values for n in names)
         sparql = fill(sk, values) if complete else None
-        conf = prob * ent_conf * prop_conf ** (1.0 / max(1, sum(n.startswith("R") for n in names)))
-        return StructuredAnswer(question, sparql, sk, prob, conf if complete else 0.0, fills)
+        n_props = sum(n.startswith("R") for n in names)
+        conf = prob * ent_conf * prop_conf ** (1.0 / max(1, n_props))
+        votes = [(self.bank.rows[i]["skeleton"] == sk) * max(sim, 0.0) ** 4 for i, sim in neighbours]
+        total = sum(max(sim, 0.0) ** 4 for _, sim in neighbours) or 1.0
+        features = {
+            "log_p": math.log(max(prob, 1e-6)),
+            "missing_entities": float(n_ent - len(picked)),
+            "entity_score": sum(ent_scores) / len(ent_scores) if ent_scores else 0.0,
+            "min_entity_score": min(ent_scores) if ent_scores else 0.0,
+            "unused_mentions": float(sum(1 for m in choose([m for m in mentions if m.prior >= 0.5], 4)
+                                         if not any(m.overlaps(p) for p in picked))),
+            "property_log": sum(prop_logs) / len(prop_logs) if prop_logs else 0.0,
+            "min_property_log": min(prop_logs) if prop_logs else 0.0,
+            "knn_vote": sum(votes) / total,
+            "n_entities": float(n_ent),
+            "n_properties": float(n_props),
+        }
+        out = StructuredAnswer(question, sparql, sk, prob, conf if complete else 0.0, fills)
+        out.features = features
+        return out
 
 
 def to_desq(sparql: str, question: str, answer: StructuredAnswer) -> str:
