@@ -2,8 +2,9 @@
 
 A factory is `make(settings, store_dir, *, store, memory) -> Translator` (settings: `kbqa.settings.TranslatorSettings`):
 the engine (`Engine.translator`) hands over its own query worker and label memory so that a process opens each
-once. Adding a translator is one module plus one `TRANSLATORS.add` line in `kbqa/registry.py`. The `model` translator (prompts with few-shot cases, a GBNF grammar, repair turns)
-runs over a model backend (`kbqa.backends.BACKENDS`: `--backend` / KBQA_BACKEND names which).
+once. Adding a translator is one module plus one `TRANSLATORS.add` line in `kbqa/registry.py`. The `model`
+translator (prompts with few-shot cases, a GBNF grammar, repair turns) runs over a model backend
+(`kbqa.backends.BACKENDS`: `--backend` / KBQA_BACKEND names which).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from kbqa.registry import TRANSLATORS
 
 __all__ = ["TRANSLATORS", "translator_names"]
+
 
 def translator_names() -> tuple[str, ...]:
     """The names a translator reports in results and /healthz: the translators, then each model backend (the model
