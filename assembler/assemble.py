@@ -10,6 +10,7 @@ is returned after a parse check.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from assembler.combinations import (
     combinations,
     distinct_placeholders,
     ground_placeholder,
+    pinned_grounding,
 )
 from assembler.diagnose import diagnose_empty
 from assembler.plan import Query
@@ -77,11 +79,17 @@ class Assembler:
         self.options = options or AssembleOptions()
 
     # ---- grounding ---------------------------------------------------------------------------
-    def ground(self, plan: Query, *, widen: bool = False) -> list[PlaceholderGrounding]:
+    def ground(self, plan: Query, *, widen: bool = False,
+               pinned: Mapping[str, str] | None = None) -> list[PlaceholderGrounding]:
+        """Each placeholder's candidates, best first; a placeholder in `pinned` (name -> IRI the translator checked
+        against this store) gets that IRI alone, without a search."""
         k = self.options.widen_k if widen else self.options.k
         as_text = text_properties(plan)
         out = []
         for ph in distinct_placeholders(plan):
+            if pinned and pinned.get(ph.name):
+                out.append(pinned_grounding(ph, pinned[ph.name]))
+                continue
             pg = ground_placeholder(self.grounder, ph, k, widen=widen)
             if ph.kind == "property":  # the profile's own label / description / alias predicates
                 extra = vocabulary_candidates(self.profile, ph, ph.name in as_text)
@@ -91,11 +99,12 @@ class Assembler:
         return out
 
     # ---- the whole thing ---------------------------------------------------------------------
-    def assemble(self, plan: Query, *, execute: bool = True) -> AssemblyResult:
-        """Ground, write, (run,) choose; never raises on a bad Plan or a failing query."""
+    def assemble(self, plan: Query, *, execute: bool = True, pinned: Mapping[str, str] | None = None) -> AssemblyResult:
+        """Ground, write, (run,) choose; never raises on a bad Plan or a failing query. `pinned`: placeholders whose
+        IRI the translator already confirmed on this store (see `ground`)."""
         out = AssemblyResult()
         t0 = time.perf_counter()
-        out.grounding = self.ground(plan)
+        out.grounding = self.ground(plan, pinned=pinned)
         missing = [g for g in out.grounding if not g.candidates]
         ground_errors = [ErrorInfo("ground", f"[{g.name}] ({g.kind} {echo(g.label)}) has no grounding: {g.reason}",
                                    ac=g.ac) for g in missing]
@@ -107,7 +116,7 @@ class Assembler:
         chosen = run.search(out.grounding)
         if chosen is None and self.options.widen and run.executed and run.all_empty and not run.store_failed:
             t1 = time.perf_counter()
-            widened = self.ground(plan, widen=True)
+            widened = self.ground(plan, widen=True, pinned=pinned)
             out.steps.append(ReportStep("ground", True, time.perf_counter() - t1,
                                   "widened after every combination was empty: " + _ground_detail(widened, self.profile)))
             out.grounding = widened

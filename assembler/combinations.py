@@ -138,6 +138,17 @@ def ground_placeholder(grounder: Any, ph: Placeholder, k: int, *, widen: bool = 
     return pg
 
 
+def pinned_grounding(ph: Placeholder, iri: str) -> PlaceholderGrounding:
+    """A placeholder whose IRI the translator already confirmed on this store (it ran its query with it): that IRI
+    is its one candidate, kept as given, so what runs is what was checked."""
+    pg = PlaceholderGrounding(ph.name, ph.kind, ph.label, ph.description, ph.guessed_uri, ph.ac)
+    cand = Candidate(iri, ph.label, ph.description, ph.kind, 1.0, {}, ["confirmed"], ph.label)
+    pg.correction = Correction("kept", iri, ph.guessed_uri or iri, "confirmed by the translator's check on this store",
+                               cand)
+    pg.candidates = [cand]
+    return pg
+
+
 def combinations(lists: list[list[Candidate]], limit: int) -> Iterator[tuple[float, tuple[int, ...]]]:
     """Index tuples into `lists` (each sorted best first) in order of decreasing score product, at most
     `limit` of them: the classic best-first walk over a product with a heap (no full enumeration)."""

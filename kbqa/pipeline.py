@@ -16,7 +16,7 @@ PyRAG texts all lower to the same Plan; everything fills the same `Result`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,8 +194,14 @@ class Engine:
         except Exception as exc:  # a translator bug is ours: stage internal, not the model's failure
             errors = [internal_error(exc, f"in the {tr.name} translator", qid=qid)]
             return _translate_failed(question, frontend, tr.name, Stage.INTERNAL, errors, t0)
-        result = compile_with_repair(lambda text: self.compile(text, frontend=frontend, execute=execute), question,
-                                     translation, tr, frontend, rounds=self.repair_rounds, qid=qid)
+        confirmed = translation.confirmed  # IRIs the translator checked on this store: not ground a second time
+
+        def compile_text(text: str) -> Result:
+            return self.compile(text, frontend=frontend, execute=execute,
+                                pinned=confirmed if confirmed and text == translation.text else None)
+
+        result = compile_with_repair(compile_text, question, translation, tr, frontend, rounds=self.repair_rounds,
+                                     qid=qid)
         result.question = question
         result.steps.insert(0, ReportStep(Stage.TRANSLATE, True, translation.seconds, translation_detail(translation)))
         result.seconds = time.perf_counter() - t0  # translation included
@@ -206,9 +212,11 @@ class Engine:
         """`ask` without running the query: checked SPARQL for another endpoint (/v1/generate)."""
         return self.ask(question, frontend=frontend, execute=False, qid=qid)
 
-    def compile(self, text: str, frontend: str = "desq", execute: bool = True) -> Result:
+    def compile(self, text: str, frontend: str = "desq", execute: bool = True,
+                pinned: Mapping[str, str] | None = None) -> Result:
         """Parse front-end `text` (once), ground, assemble and (with a store and `execute`) run it. Never raises
-        for bad input or a failing query: the Result says which stage failed and why."""
+        for bad input or a failing query: the Result says which stage failed and why. `pinned`: placeholder name ->
+        the IRI a translator already confirmed on this store (used as is, not ground again)."""
         t_start = time.perf_counter()
         result = Result(frontend=frontend, text=text if isinstance(text, str) else "")
         if frontend not in FRONTENDS:
@@ -242,7 +250,7 @@ class Engine:
             stage = e.info.stage if e.info.stage in (*PIPELINE_ORDER, Stage.STORE) else Stage.STORE
             return _finish(result, stage, e.errors, t_start)
         try:
-            out = assembler.assemble(parsed.plan, execute=execute)
+            out = assembler.assemble(parsed.plan, execute=execute, pinned=pinned)
         except KBQAError:
             raise
         except Exception as exc:  # the assembler reports problems as errors; an exception is our bug

@@ -14,6 +14,7 @@ from assembler.writer import write_sparql
 from kb_dumps.ingest import ingest
 from kb_dumps.profiles import KBProfile
 from kbqa.frontends.desq import parse_desq
+from kbqa.pipeline import Engine
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.lower.text import lower, verbalise, write
 
@@ -69,6 +70,25 @@ def test_the_translation_names_the_confirmed_uris(explore: ExploreTranslator) ->
     confirmed = res.details["confirmed"]
     assert confirmed and all(uri.startswith("http://") for uri in confirmed.values())
     assert {g.name: g.uri for g in parse_desq(res.text).grounding} == confirmed
+    assert res.confirmed == confirmed  # handed to the engine, not only shown in the report
+
+
+def test_the_engine_runs_the_confirmed_uris_without_grounding_them_again(explore: ExploreTranslator) -> None:
+    with Engine(store=explore.ctx.store_dir) as engine:
+        engine.translator = ExploreTranslator(explore.ctx.store_dir, store=engine.store)
+        asked = engine.ask("Which animals weigh more than 100?")
+        assert asked.status == "ok", asked.errors
+        confirmed = asked.translation["confirmed"]
+        assert confirmed and {g.name for g in asked.grounding} == set(confirmed)
+        for g in asked.grounding:
+            # one candidate, the search's own IRI, marked as confirmed: no label search ran for it
+            assert [(c.id, c.sources) for c in g.candidates] == [(confirmed[g.name], ["confirmed"])]
+            assert g.chosen == confirmed[g.name]
+        # the same text compiled on its own (a user's DeSQ) is ground from its labels, to the same answers
+        compiled = engine.compile(asked.translation["text"])
+        assert compiled.status == "ok", compiled.errors
+        assert all(c.sources != ["confirmed"] for g in compiled.grounding for c in g.candidates)
+        assert compiled.answers.to_dict() == asked.answers.to_dict()
 
 
 def test_explore_writes_no_sparql_text_itself() -> None:

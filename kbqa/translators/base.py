@@ -15,6 +15,9 @@ class TranslationResult:
     """A question translated into front-end text, with what it cost (the translation step of the report).
 
     `details` holds translator-specific plain data (the cases used, the mentions found, the prompt size).
+    `confirmed` maps a placeholder of `text` to the IRI the translator already checked against this store (explore's
+    search ran its query with it): the Engine uses that IRI as the placeholder's only grounding instead of grounding
+    the label a second time. Empty for translators that check nothing (a model's guesses are always grounded).
     """
 
     text: str
@@ -25,6 +28,7 @@ class TranslationResult:
     tokens_out: int = 0
     seconds: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    confirmed: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

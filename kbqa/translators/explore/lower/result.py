@@ -22,8 +22,9 @@ def translation(ctx: ExploreContext, best: Graph, a: Anchors, ranked: list[Graph
     """`best` written as DeSQ; `ranker` says which ranker chose, `contributions` why (a candidate's largest
     feature contributions)."""
     text = write(best, ctx.schema, desq=True)
+    confirmed = {name: iri for name, iri in lower(best, ctx.schema).mapping.items() if iri}
     details = {"search": info, "cues": a.cues.to_dict(),
-               "confirmed": lower(best, ctx.schema).mapping,  # placeholder -> the IRI the search's check ran with
+               "confirmed": confirmed,  # placeholder -> the IRI the search's check ran with
                "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
                "ranker": ranker,
                "candidates": [{"score": round(g.score, 4), "family": g.family, "rows": g.rows,
@@ -31,7 +32,8 @@ def translation(ctx: ExploreContext, best: Graph, a: Anchors, ranked: list[Graph
                                "verbalised": verbalise(g, ctx.schema)} for g in ranked[:SHOW_CANDIDATES]]}
     if chosen is not None:
         details["chooser"] = chosen
-    return TranslationResult(text, "desq", backend="explore", seconds=seconds, details=details)
+    # The Engine takes the confirmed IRIs as they are: what it runs is what the search checked, not a second grounding.
+    return TranslationResult(text, "desq", backend="explore", seconds=seconds, details=details, confirmed=confirmed)
 
 
 def no_graph_error(a: Anchors, qid: str | None) -> TranslateError:
