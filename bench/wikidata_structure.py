@@ -76,6 +76,12 @@ def run_structure(engine: Any, translator: Any, rec: Any) -> dict[str, Any]:
     return out
 
 
+def unusable(rec: Any) -> dict[str, Any]:
+    """A record the loader cannot use (no question text, a gold query that does not parse): scored wrong."""
+    return {"f1": 0.0, "exact": False, "prop_f1": 0.0, "ent_f1": 0.0, "sparql": None, "seconds": 0.0,
+            "skeleton_ok": False, "skeleton": None, "confidence": None, "unusable": rec.reason}
+
+
 def run_before(engine: Any, translator: Any, rec: Any) -> dict[str, Any]:
     from kb_dumps.errors import KBQAError
 
@@ -97,7 +103,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "property_f1": round(sum(r["prop_f1"] for r in rows) / n, 3),
             "entity_f1": round(sum(r["ent_f1"] for r in rows) / n, 3),
             "skeleton_acc": round(sum(bool(r["skeleton_ok"]) for r in rows) / n, 3),
-            "p50_s": round(statistics.median([r["seconds"] for r in rows]), 4) if rows else 0.0}
+            "p50_s": round(statistics.median([r["seconds"] for r in rows if "unusable" not in r] or [0.0]), 4),
+            "unusable_counted_wrong": sum("unusable" in r for r in rows)}
 
 
 def main() -> int:
@@ -126,20 +133,21 @@ def main() -> int:
     before: dict[str, list[dict[str, Any]]] = {}
     with Engine(store=args.store) as engine:
         for name in sets:
-            records = [r for r in load_benchmark(name, check_syntax=False) if r.usable and r.sparql]
+            records = [r for r in load_benchmark(name, check_syntax=False) if r.sparql]
             scored = pick(records, args.n)
             model = load_model(args.qald_model if name in QALD else (args.model or MODEL_PATH))
             assert name not in (model.meta.get("sets") or []), f"{name} is in the model's training sets"
             tr = StructureTranslator(args.store, memory=engine._memory, model=model)
             t0 = time.perf_counter()
-            rows[name] = [{"set": name, "id": r.id, "question": r.question, **run_structure(engine, tr, r)}
-                          for r in scored]
+            rows[name] = [{"set": name, "id": r.id, "question": r.question,
+                           **(run_structure(engine, tr, r) if r.usable else unusable(r))} for r in scored]
             print(f"{name}: {len(scored)} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
             if args.before:
                 with Engine(store=args.before_store or args.store) as other:
                     x = other.translator
                     x.exclude({r.id for r in scored}, {q for r in scored for q in r.questions.values()})
-                    before[name] = [run_before(other, x, r) for r in scored[:args.before]]
+                    before[name] = [run_before(other, x, r) if r.usable else unusable(r)
+                                    for r in scored[:args.before]]
                 print(f"{name}: before, {len(before[name])} questions", file=sys.stderr, flush=True)
     table: dict[str, Any] = {}
     cols = ("n", "triples_f1", "exact", "property_f1", "entity_f1", "skeleton_acc", "p50_s")

@@ -218,6 +218,8 @@ def fill(skeleton_text: str, values: dict[str, str]) -> str:
         if letter == "NUM":
             return prefix + (v if re.fullmatch(r"[+-]?\d+(\.\d+)?([eE][+-]?\d+)?", v) else _quote(v))
         if letter == "DATE":
+            if re.fullmatch(r"-?\d{1,4}", v):  # a bare year: the first instant of that year
+                v = f"{int(v):04d}-01-01T00:00:00Z"
             return prefix + _quote(v) + "^^xsd:dateTime"
         return prefix + _quote(v)
 
