@@ -75,3 +75,10 @@ def test_coarse_agrees_with_lcquad_intermediate_form() -> None:
 def test_text_the_lexer_refuses_is_a_skeleton_error() -> None:
     with pytest.raises(SkeletonError):
         skeleton("SELECT ?x WHERE { ?x wdt:P1 'unterminated }")
+
+
+def test_fill_writes_a_bare_year_in_a_date_slot_as_a_valid_datetime() -> None:
+    text = fill("ASK { E1 wdt:R1 ?v0 FILTER ( ?v0 > DATE1 ) }", {"E1": "Q3", "R1": "P571", "DATE1": "1908"})
+    assert "'1908-01-01T00:00:00Z'^^xsd:dateTime" in text
+    kept = fill("ASK { E1 wdt:R1 ?v0 FILTER ( ?v0 > DATE1 ) }", {"E1": "Q3", "R1": "P571", "DATE1": "1908-05-02"})
+    assert "'1908-05-02'^^xsd:dateTime" in kept  # a full date is written as given
