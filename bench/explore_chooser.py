@@ -146,13 +146,13 @@ def main() -> int:
     p.add_argument("--work", type=Path, default=None, help="scratch folder for the bank and Spider stores (kept)")
     p.add_argument("--out", type=Path, default=None, help="folder for rows.jsonl and summary.json")
     args = p.parse_args()
+    from kbqa.settings import get_translator_settings
     from kbqa.translators.explore.rank.chooser import make_chooser
-    from kbqa.translators.settings import get_model_settings
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kbqa-bench-chooser-"))
     work.mkdir(parents=True, exist_ok=True)
-    chooser = make_chooser(get_model_settings(explore_chooser=args.chooser, model=args.model,
-                                              endpoint=args.model_url, explore_chooser_k=args.k))
+    chooser = make_chooser(get_translator_settings(explore_chooser=args.chooser, model=args.model,
+                                                   endpoint=args.model_url, explore_chooser_k=args.k))
     if args.threads and hasattr(chooser.backend, "n_threads"):  # llama-cpp: threads of the model
         chooser.backend.n_threads = args.threads
     results: dict[str, dict[str, Any]] = {}

@@ -82,7 +82,7 @@ def score(engine: Any, text: str | None, gold: str) -> dict[str, Any]:
 
 def run_question(x: Any, engine: Any, rec: Any) -> dict[str, Any]:
     """The four systems on one question; the search runs once and feeds both `search` and `explore`."""
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
     from kbqa.translators.explore.lower.text import write
 
     t0 = time.perf_counter()

@@ -14,8 +14,8 @@ import pytest
 
 from eval.loaders import load_benchmark
 from grounding.schema import SchemaMemory, build_schema, open_schema, readable_name, schema_path
-from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
+from kb_dumps.stage_errors import KBQAError
 from kb_dumps.store import open_store
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
@@ -434,13 +434,13 @@ def test_placeholder_names_are_ascii_for_any_label() -> None:
 
 
 def test_bad_ranker_weights_are_a_usage_error(zoo: Path, tmp_path: Path) -> None:
+    from kbqa.settings import TranslatorSettings
     from kbqa.translators.explore import make
-    from kbqa.translators.settings import ModelSettings
 
     bad = tmp_path / "w.json"
     bad.write_text('{"format": "explore-ranker/1", "weights": {"nope": 1}}', encoding="utf-8")
     with pytest.raises(KBQAError) as e:
-        make(ModelSettings(backend="explore", explore_weights=bad), zoo)
+        make(TranslatorSettings(backend="explore", explore_weights=bad), zoo)
     assert e.value.info.stage == "usage" and "unknown ranker features" in e.value.info.message
 
 

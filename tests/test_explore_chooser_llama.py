@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
+from kb_dumps.stage_errors import KBQAError
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.pipeline import Engine
+from kbqa.settings import get_translator_settings
 from kbqa.translators.base import TranslateError
 from kbqa.translators.explore import ExploreTranslator, make
 from kbqa.translators.explore.rank.chooser import Chooser, choice_grammar, parse_choice
-from kbqa.translators.settings import get_model_settings
 
 ZOO = Path(__file__).resolve().parent / "fixtures" / "explore" / "zoo.ttl"
 EX = "http://example.org/zoo/"
@@ -103,17 +103,17 @@ def test_a_reply_in_range_is_used(zoo: Path) -> None:
 
 
 def test_setting_and_cli_flag(zoo: Path, smollm2, run_cli) -> None:
-    assert get_model_settings(explore_chooser="none").explore_chooser == ""
+    assert get_translator_settings(explore_chooser="none").explore_chooser == ""
     with pytest.raises(KBQAError):
-        get_model_settings(explore_chooser="gpt-9")
+        get_translator_settings(explore_chooser="gpt-9")
     with pytest.raises(KBQAError):
-        get_model_settings(explore_chooser="llama-cpp", explore_chooser_k=12)  # one digit: 2-9
-    tr = make(get_model_settings(explore_chooser="llama-cpp", model=smollm2.model, explore_chooser_k=3), zoo)
+        get_translator_settings(explore_chooser="llama-cpp", explore_chooser_k=12)  # one digit: 2-9
+    tr = make(get_translator_settings(explore_chooser="llama-cpp", model=smollm2.model, explore_chooser_k=3), zoo)
     try:
         assert tr.chooser is not None and tr.chooser.k == 3 and tr.chooser.backend.name == "llama-cpp"
     finally:
         tr.close()
-    assert make(get_model_settings(), zoo).chooser is None
+    assert make(get_translator_settings(), zoo).chooser is None
     code, out, err = run_cli("ask", "Who keeps Leo?", "--store", zoo, "--explore-chooser", "llama-cpp",
                              "--model", smollm2.model, "--format", "json")
     assert code == 0, err

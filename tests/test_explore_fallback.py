@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from grounding.build import build_index
-from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import ingest
+from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
+from kbqa.settings import get_translator_settings
 from kbqa.translators.base import TranslateError
 from kbqa.translators.casebank import bank_dir
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
@@ -20,7 +21,6 @@ from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.fallback import facts as explore_facts
 from kbqa.translators.explore.fallback.cases import weak
 from kbqa.translators.explore.query import Cond, Graph, Step
-from kbqa.translators.settings import get_model_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "explore_fallback"
 EX = "http://example.org/people/"
@@ -117,8 +117,8 @@ def test_fallback_modes(people: Path) -> None:
     with pytest.raises(TranslateError, match="unknown explore fallback"):
         ExploreTranslator(people, fallback="sometimes")
     with pytest.raises(KBQAError, match="explore_fallback"):
-        get_model_settings(explore_fallback="sometimes")
-    assert get_model_settings(explore_fallback="always").explore_fallback == "always"
+        get_translator_settings(explore_fallback="sometimes")
+    assert get_translator_settings(explore_fallback="always").explore_fallback == "always"
 
 
 def test_the_bank_says_whether_the_store_holds_the_facts(translator: ExploreTranslator,

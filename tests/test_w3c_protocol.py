@@ -49,7 +49,8 @@ def test_oxigraph_peer_count(protocol_store: Path) -> None:
 
 def test_from_and_the_union_default_graph(protocol_store: Path) -> None:
     """No dataset: the default graph is the union of the named graphs; FROM / FROM NAMED: the query's own."""
-    from kb_dumps.store import Dataset, LocalStore
+    from kb_dumps.store import LocalStore
+    from kb_dumps.store_types import Dataset
 
     d1 = "http://kasei.us/2009/09/sparql/data/data1.rdf"
     count = "SELECT (COUNT(*) AS ?n) {from} WHERE {{ ?s ?p ?o }}"

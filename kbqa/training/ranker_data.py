@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.training.train_kgs import TrainQuestion, ensure_store, list_kgs, read_questions
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.training.ranker_data import iter_groups
 from kbqa.translators.explore.rank.trees import Tree, TreeRanker
 

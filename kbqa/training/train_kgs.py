@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 ANSWERS_FILE = "train_answers.jsonl.gz"
 PAIRS_FILE = "train.json"

@@ -13,7 +13,7 @@ from typing import Any
 from grounding.schema import SchemaMemory
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import KBProfile
-from kb_dumps.store import Store
+from kb_dumps.store_types import Store
 from kbqa.translators.language import LanguageProfile
 
 DEFAULT_BUDGET_S = 2.0

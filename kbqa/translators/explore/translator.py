@@ -17,7 +17,8 @@ from grounding.schema import SchemaMemory, open_schema
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
-from kb_dumps.store import Store
+from kb_dumps.store_types import Store
+from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.explore.context import (
     DEFAULT_BUDGET_S,
@@ -45,7 +46,6 @@ from kbqa.translators.explore.rank.check import CHECK_ROW_CAP, rank_by_execution
 from kbqa.translators.explore.rank.chooser import Chooser, make_chooser
 from kbqa.translators.explore.rank.rankers import AnyRanker, load_ranker, ranker_info
 from kbqa.translators.language import LanguageProfile, get_language
-from kbqa.translators.settings import ModelSettings
 
 __all__ = ["CHECK_ROW_CAP", "DEFAULT_BUDGET_S", "DEFAULT_CAP", "ExploreTranslator", "make", "open_ranker"]
 
@@ -173,7 +173,7 @@ class ExploreTranslator(Translator):
             self.facts.lacking(question, [a.entities[0].span] if a.entities else [])
 
 
-def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
          memory: LabelMemory | None = None) -> ExploreTranslator:
     """The `explore` entry of `kbqa.translators.TRANSLATORS`."""
     if store_dir is None:

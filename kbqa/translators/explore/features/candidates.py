@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.lower.text import verbalise

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grounding.text import normalize
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.names import name_variants

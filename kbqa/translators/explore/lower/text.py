@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from assembler.plan import Query
 from assembler.writer import write_sparql
 from grounding.schema import SchemaMemory
-from kb_dumps.errors import KBQAError
 from kb_dumps.profiles import KBProfile
+from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import Constraint, GroundingLine, ParseResult
 from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.explore.lower.groups import write_group

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from grounding.schema import SchemaMemory
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore import probes
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.link.words import cue_spans, overlaps

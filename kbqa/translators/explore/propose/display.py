@@ -11,7 +11,7 @@ values as items). One aggregate query per class, cached; a class too large for a
 from __future__ import annotations
 
 from grounding.schema import SchemaMemory
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore import probes
 
 MAX_ITEMS = 50_000  # larger classes get no display column (the query would not be quick)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.lower.text import write
 from kbqa.translators.explore.query import Graph

@@ -12,9 +12,9 @@ import re
 import time
 from typing import Any
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 from kbqa.backends.base import Backend
-from kbqa.translators.settings import ModelSettings
+from kbqa.settings import TranslatorSettings
 
 DEFAULT_K = 5
 
@@ -93,7 +93,7 @@ class Chooser:
         self.backend.close()
 
 
-def make_chooser(settings: ModelSettings) -> Chooser | None:
+def make_chooser(settings: TranslatorSettings) -> Chooser | None:
     """The chooser `settings.explore_chooser` names (a model backend over `settings.model`), or None."""
     if not settings.explore_chooser:
         return None
