@@ -17,7 +17,10 @@ of the gold query; an unparseable or missing prediction scores 0 everywhere. Sec
 `--before N`: the default translator (`explore`) on the first N scored questions of each set, in the same run, over
 `--before-store` — a copy of the store whose case bank was built without the four measured sets (`kbqa cases build
 --limit 5000 --exclude-set lcquad2-dev --exclude-set wwq-dev --exclude-set qald7-train --exclude-set qald9plus-train`);
-the scored questions are excluded by id and text as well (`Translator.exclude`, as `kbqa eval` does).
+the scored questions are excluded by id and text as well (`Translator.exclude`, as `kbqa eval` does). `before` is
+explore as it was, falling back to the nearest case only; `explore` (with `--before`) is today's default, whose
+fallback on a Wikidata store that lacks the facts is the learned structure first (its model for a QALD set the
+no-QALD one), on the same questions.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def score(engine: Any, text: str | None, gold: str) -> dict[str, Any]:
 
 
 def run_structure(engine: Any, translator: Any, rec: Any) -> dict[str, Any]:
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
 
     t0 = time.perf_counter()
     try:
@@ -83,7 +86,7 @@ def unusable(rec: Any) -> dict[str, Any]:
 
 
 def run_before(engine: Any, translator: Any, rec: Any) -> dict[str, Any]:
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
 
     t0 = time.perf_counter()
     try:
@@ -131,6 +134,7 @@ def main() -> int:
         write(fit_all({"qald7-train", "qald9plus-train"}, args.store, 2.0), args.qald_model)
     rows: dict[str, list[dict[str, Any]]] = {}
     before: dict[str, list[dict[str, Any]]] = {}
+    after: dict[str, list[dict[str, Any]]] = {}
     with Engine(store=args.store) as engine:
         for name in sets:
             records = [r for r in load_benchmark(name, check_syntax=False) if r.sparql]
@@ -146,9 +150,15 @@ def main() -> int:
                 with Engine(store=args.before_store or args.store) as other:
                     x = other.translator
                     x.exclude({r.id for r in scored}, {q for r in scored for q in r.questions.values()})
+                    applies = x.structure_fallback.applies
+                    x.structure_fallback.applies = False  # explore as it was: the case fallback only
                     before[name] = [run_before(other, x, r) if r.usable else unusable(r)
                                     for r in scored[:args.before]]
-                print(f"{name}: before, {len(before[name])} questions", file=sys.stderr, flush=True)
+                    x.structure_fallback.applies = applies
+                    x.structure_fallback.use_model(model)
+                    after[name] = [run_before(other, x, r) if r.usable else unusable(r)
+                                   for r in scored[:args.before]]
+                print(f"{name}: before and explore, {len(before[name])} questions", file=sys.stderr, flush=True)
     table: dict[str, Any] = {}
     cols = ("n", "triples_f1", "exact", "property_f1", "entity_f1", "skeleton_acc", "p50_s")
     print("query level (no execution), `structure` translator" + (" vs the default translator" if before else ""))
@@ -158,8 +168,10 @@ def main() -> int:
         lines = [("structure", table[name]["structure"])]
         if name in before:
             table[name]["before"] = summarise(before[name])
+            table[name]["explore"] = summarise(after[name])
             table[name]["structure_same_questions"] = summarise(rs[:args.before])
-            lines += [("before", table[name]["before"]), ("struct@same", table[name]["structure_same_questions"])]
+            lines += [("before", table[name]["before"]), ("explore", table[name]["explore"]),
+                      ("struct@same", table[name]["structure_same_questions"])]
         for system, s in lines:
             print(f"{name:<17}{system:<11}" + "".join(f"{s[c]:>13}" for c in cols))
     if args.out:

@@ -78,9 +78,9 @@ def translation_detail(tr: TranslationResult) -> str:
     """One line for the step report: who translated, tokens, and what the translator based it on."""
     who = tr.backend + (f" ({tr.model})" if tr.model else "")
     parts = [who, f"{tr.tokens_in} tokens in, {tr.tokens_out} out"]
-    fallback = tr.details.get("fallback") or {}  # explore took the nearest case's structure instead
+    fallback = tr.details.get("fallback") or {}  # explore took the learned or the nearest case's structure instead
     if fallback:
-        parts.append(f"case fallback: {fallback.get('reason', '')}")
+        parts.append(f"{fallback.get('kind', 'case')} fallback: {fallback.get('reason', '')}")
     if tr.details.get("case"):
         similarity = tr.details.get("similarity", fallback.get("similarity")) or 0.0
         question = tr.details.get("case_question", fallback.get("case_question", ""))

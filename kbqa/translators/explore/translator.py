@@ -31,6 +31,7 @@ from kbqa.translators.explore.context import (
 )
 from kbqa.translators.explore.fallback.cases import CaseFallback, weak
 from kbqa.translators.explore.fallback.facts import FactsCheck
+from kbqa.translators.explore.fallback.structure import StructureFallback
 from kbqa.translators.explore.features.candidates import CandidateFeatures
 from kbqa.translators.explore.features.prior import add_struct_prior
 from kbqa.translators.explore.features.structure import add_question_features
@@ -91,6 +92,7 @@ class ExploreTranslator(Translator):
         self.display = DisplayColumns(schema, store)  # each class's name column, found once
         self.features = CandidateFeatures(self.ctx)  # the embedder and predicate vectors
         self.facts = FactsCheck(self.ctx)  # which solved questions' facts the store holds
+        self.structure_fallback = StructureFallback(self.ctx)  # a Wikidata store: the learned query structure
         self.case_fallback = CaseFallback(self.ctx)
 
     # what callers read of the store (tests, training, bench)
@@ -117,6 +119,7 @@ class ExploreTranslator(Translator):
     def close(self) -> None:
         if self.chooser is not None:
             self.chooser.close()
+        self.structure_fallback.close()
         self.ctx.cases.close()
         if self._own_memory:
             self.ctx.memory.close()
@@ -144,15 +147,15 @@ class ExploreTranslator(Translator):
     def translate(self, question: str, frontend: str = "desq", *, qid: str | None = None) -> TranslationResult:
         self.check_frontend(frontend)
         t0 = time.perf_counter()
-        if self.ctx.settings.fallback == "always":  # a sample store: the nearest case's structure first
-            res = self.case_fallback.translate(question, "always (a sample store)", {}, qid=qid)
+        if self.ctx.settings.fallback == "always":  # a sample store: the learned or the nearest case's structure
+            res = self.fallback(question, "always (a sample store)", {}, qid=qid)
             if res is not None:
                 res.seconds = time.perf_counter() - t0
                 return res
         anchors, ranked, info = self.search(question)
         reason = self.fallback_reason(question, anchors, ranked)
-        if reason:  # the store lacks the facts: the nearest case's structure, every slot re-grounded
-            res = self.case_fallback.translate(question, reason, info, qid=qid)
+        if reason:  # the store lacks the facts: the question's learned structure, else the nearest case's
+            res = self.fallback(question, reason, info, qid=qid)
             if res is not None:
                 res.seconds = time.perf_counter() - t0
                 return res
@@ -163,6 +166,13 @@ class ExploreTranslator(Translator):
         best = ranked[chosen["used"] - 1] if chosen else ranked[0]
         return translation(self.ctx, best, anchors, ranked, info, ranker=ranker_info(self.ranker),
                            contributions=self.ranker.contributions, chosen=chosen, seconds=time.perf_counter() - t0)
+
+    def fallback(self, question: str, reason: str, info: dict[str, Any], *,
+                 qid: str | None = None) -> TranslationResult | None:
+        """Where the store lacks the facts: the learned structure (Wikidata stores), else the nearest case's
+        structure re-grounded from the question; None when neither fits."""
+        return self.structure_fallback.translate(question, reason, info, qid=qid) or \
+            self.case_fallback.translate(question, reason, info, qid=qid)
 
     def fallback_reason(self, question: str, a: Anchors, ranked: list[Graph]) -> str | None:
         """Why the case fallback should replace the search's answer (mode "auto"): nothing found, a bare class
