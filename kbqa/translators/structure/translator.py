@@ -21,8 +21,8 @@ from kbqa.translators.mentions import MentionDetector, open_lexicon
 from kbqa.translators.structure.answer import MODEL_PATH, StructuredAnswer, StructureModel, to_desq
 
 if TYPE_CHECKING:
-    from kb_dumps.store import Store
-    from kbqa.translators.settings import ModelSettings
+    from kb_dumps.store_types import Store
+    from kbqa.settings import TranslatorSettings
 
 _MODELS: dict[str, StructureModel] = {}
 _LOCK = threading.Lock()
@@ -93,7 +93,7 @@ def structured_answer(question: str, store_dir: str | Path, *, memory: LabelMemo
     return tr.answer(question)
 
 
-def make(settings: ModelSettings, store_dir: str | Path | None, *, store: Store | None = None,
+def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,
          memory: LabelMemory | None = None) -> StructureTranslator:
     """The `structure` entry of `kbqa.translators.TRANSLATORS`."""
     if store_dir is None:
