@@ -3,6 +3,7 @@ the DeSQ text, the SPARQL it ran, a hash of the answers, answer F1, the failed s
 verbalisations and scores — written as JSONL, and two such files compared question by question.
 
   python -m bench.explore_snapshot write OUT.jsonl --n 60 [--sets spider,bestiary,sq] [--budget 6] [--work DIR]
+      [--no-structure-fallback]
   python -m bench.explore_snapshot compare BEFORE.jsonl AFTER.jsonl
 
 Another version of the code (a commit) runs this script from its own tree, e.g.
@@ -77,7 +78,10 @@ def write(args: argparse.Namespace) -> None:
         if not recs:
             continue
         store = be.ensure_store(work / "stores" / store_name, **source)
-        rows += run(name, recs, store, be.explore(store, "trees", budget_s=args.budget), kb, run_gold)
+        translator = be.explore(store, "trees", budget_s=args.budget)
+        if args.no_structure_fallback:  # explore before the learned structure was its first fallback
+            translator.structure_fallback.applies = False
+        rows += run(name, recs, store, translator, kb, run_gold)
         print(f"{name}: {len(rows)} questions so far", file=sys.stderr, flush=True)
     with open(args.out, "w", encoding="utf-8") as f:
         for r in rows:
@@ -122,6 +126,8 @@ def main() -> int:
     w.add_argument("--budget", type=float, default=6.0, help="explore's search budget in seconds")
     w.add_argument("--work", default=".kbqa/explore_snapshot", help="folder for the stores (kept)")
     w.add_argument("--ids", default=None, help="only these questions: a JSON list of [set, id]")
+    w.add_argument("--no-structure-fallback", action="store_true",
+                   help="switch off explore's learned-structure fallback (Wikidata stores): the before of that change")
     c = sub.add_parser("compare", help="compare two files question by question")
     c.add_argument("before")
     c.add_argument("after")

@@ -62,3 +62,24 @@ def test_a_store_of_another_kb_never_takes_it(tmp_path: Path) -> None:
         assert (res.details.get("fallback") or {}).get("kind") != "structure"
     finally:
         tr.close()
+
+
+@pytest.fixture(scope="module")
+def auto(wikidata_mini_store: Path):
+    """The default mode: the search first, the fallback when the store's evidence says it lacks the facts."""
+    tr = ExploreTranslator(wikidata_mini_store)
+    yield tr
+    tr.close()
+
+
+def test_an_entity_with_only_names_in_the_store_takes_the_learned_structure(auto: ExploreTranslator) -> None:
+    for question in ("For the Eiffel Tower, name its architect.", "Name the architect of the Eiffel Tower."):
+        res = auto.translate(question)
+        assert res.details["fallback"]["kind"] == "structure", question
+        assert "no fact of wd:Q243 beyond names" in res.details["fallback"]["reason"]
+
+
+def test_an_entity_with_facts_in_the_store_keeps_the_search(auto: ExploreTranslator) -> None:
+    res = auto.translate("In which city was Sally Field born?")
+    assert "fallback" not in res.details  # the store holds her facts: the search answers from them
+    assert res.details["search"]["kept"] > 0

@@ -175,11 +175,12 @@ class ExploreTranslator(Translator):
             self.case_fallback.translate(question, reason, info, qid=qid)
 
     def fallback_reason(self, question: str, a: Anchors, ranked: list[Graph]) -> str | None:
-        """Why the case fallback should replace the search's answer (mode "auto"): nothing found, a bare class
-        list, or a store that lacks the facts of the solved questions nearest to this one; None: keep it."""
+        """Why the fallback should replace the search's answer (mode "auto"): nothing found, a bare class list, a
+        Wikidata store that holds no fact of the learned structure's entities beyond their names, or a store that
+        lacks the facts of the solved questions nearest to this one; None: keep it."""
         if self.ctx.settings.fallback != "auto":
             return None
-        return weak(ranked, self.ctx.settings.weak_score) or \
+        return weak(ranked, self.ctx.settings.weak_score) or self.structure_fallback.lacking(question) or \
             self.facts.lacking(question, [a.entities[0].span] if a.entities else [])
 
 

@@ -4,6 +4,10 @@ the label memory's mentions, property slots from a fitted scorer).
 
 A sample store holds a sliver of Wikidata, so a partial fact the search finds near a linked name is usually the
 wrong answer; the learned skeleton writes the query the question asks for, whether or not the store can answer it.
+When to prefer it over the search (`lacking`): the evidence is the store's own — an entity the learned structure
+names has no fact in the store beyond its names (label, description, aliases), so no candidate of the search can
+use it: whatever the search found answers a question that leaves out an entity this one names (a partial match).
+When every such entity has facts, the choice stays with the search and the case bank's check, as before.
 On the Wikidata dev sets the learned structure writes better queries than the nearest case re-filled (BENCHMARKS.md
 "structure"), so it goes first; the case fallback stays for a question whose skeleton slots the question cannot fill.
 Only Wikidata stores: the model's properties and skeletons are Wikidata's.
@@ -15,6 +19,7 @@ from typing import Any
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.base import TranslationResult
+from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.structure.answer import MODEL_PATH, StructureModel
 from kbqa.translators.structure.translator import StructureTranslator
@@ -23,6 +28,8 @@ from kbqa.translators.structure.translator import StructureTranslator
 # it the nearest case is the better bet. 0 keeps every filled skeleton: on LC-QuAD 2.0 and WikiWebQuestions dev the
 # structure beat the case fallback on the same questions without a cut (BENCHMARKS.md "structure").
 MIN_CONFIDENCE = 0.0
+EDGE_GROUPS = 50  # predicate groups read per entity: enough to see a fact that is not a name
+WD_ENTITY = "wd:"
 
 
 class StructureFallback:
@@ -31,6 +38,8 @@ class StructureFallback:
     def __init__(self, ctx: ExploreContext):
         self.ctx = ctx
         self._translator: StructureTranslator | None = None
+        self._last: tuple[str, TranslationResult | None] | None = None  # the last question's structure
+        self._facts: dict[str, bool] = {}  # entity -> has a fact beyond its names in the store
         self.applies = ctx.profile.name == "wikidata" and MODEL_PATH.is_file()
 
     def translator(self) -> StructureTranslator:
@@ -41,7 +50,45 @@ class StructureFallback:
     def use_model(self, model: StructureModel) -> None:
         """Answer with another fitted model (a bench's model fitted without the sets it scores)."""
         self.close()
+        self._last = None
         self._translator = StructureTranslator(self.ctx.store_dir, memory=self.ctx.memory, model=model)
+
+    def lacking(self, question: str, *, qid: str | None = None) -> str | None:
+        """Why the learned structure should answer instead of the search (an entity it names has no fact in the
+        store beyond its names), or None."""
+        if not self.applies:
+            return None
+        res = self._translate(question, qid)
+        if res is None:
+            return None
+        entities = [slot["value"] for slot in res.details["structure"].get("slots") or []
+                    if str(slot.get("value") or "").startswith(WD_ENTITY)]
+        bare = [e for e in entities if not self._has_facts(e)]
+        if not bare:
+            return None
+        return f"the store holds no fact of {', '.join(bare[:3])} beyond names (an entity the learned structure names)"
+
+    def _has_facts(self, entity: str) -> bool:
+        if entity not in self._facts:
+            names = {*self.ctx.profile.label_predicates, *self.ctx.profile.description_predicates,
+                     *self.ctx.profile.alias_predicates}
+            q = probes.edges(self.ctx.profile.expand(entity), EDGE_GROUPS)
+            try:
+                rows = self.ctx.store.query(q, timeout_s=1.0).rows if q else None
+            except KBQAError:  # a probe that fails says nothing: assume the facts are there (keep the search)
+                rows = None
+            self._facts[entity] = rows is None or any(_value(r[0]) not in names for r in rows)
+        return self._facts[entity]
+
+    def _translate(self, question: str, qid: str | None) -> TranslationResult | None:
+        """The structure translator's result for `question`, computed once per question (lacking, then translate)."""
+        if self._last is None or self._last[0] != question:
+            try:
+                res: TranslationResult | None = self.translator().translate(question, qid=qid)
+            except KBQAError:  # an unfillable skeleton: the case fallback, then explore's own answer
+                res = None
+            self._last = (question, res)
+        return self._last[1]
 
     def translate(self, question: str, reason: str, search_info: dict[str, Any], *,
                   qid: str | None = None) -> TranslationResult | None:
@@ -49,18 +96,21 @@ class StructureFallback:
         or a skeleton below `MIN_CONFIDENCE`): then the case fallback is tried."""
         if not self.applies:
             return None
-        try:
-            res = self.translator().translate(question, qid=qid)
-        except KBQAError:  # an unfillable skeleton: the case fallback, then explore's own answer
+        res = self._translate(question, qid)
+        if res is None:
             return None
         structure = res.details.get("structure") or {}
         if float(structure.get("confidence") or 0.0) < MIN_CONFIDENCE:
             return None
-        res.backend = "explore"
-        res.details = {"fallback": {"kind": "structure", "reason": reason}, "structure": structure,
-                       "search": search_info}
-        return res
+        return TranslationResult(res.text, res.frontend, "explore", res.model, seconds=res.seconds,
+                                 details={"fallback": {"kind": "structure", "reason": reason},
+                                          "structure": structure, "search": search_info})
 
     def close(self) -> None:
         if self._translator is not None:
             self._translator.close()
+
+
+def _value(term: Any) -> str:
+    """A result cell's IRI or value (the store returns terms as plain dicts or strings)."""
+    return str(term.get("value", "")) if isinstance(term, dict) else str(term or "")
