@@ -138,7 +138,7 @@ def as_answers(x: Any) -> AnswerSet:
         return AnswerSet("select")
     if isinstance(x, bool):
         return AnswerSet("ask", boolean=x)
-    if hasattr(x, "kind") and hasattr(x, "rows"):  # kb_dumps.store.QueryResult
+    if hasattr(x, "kind") and hasattr(x, "rows"):  # kb_dumps.store_types.QueryResult
         x = {"kind": x.kind, "vars": list(x.vars), "rows": x.rows, "boolean": x.boolean}
     if isinstance(x, dict):
         if "boolean" in x and x.get("boolean") is not None and (x.get("kind") in (None, "ask")):

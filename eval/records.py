@@ -7,7 +7,7 @@ from typing import Any
 
 XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 
-# A gold answer term in the SPARQL-JSON shape of kb_dumps.store.QueryResult rows:
+# A gold answer term in the SPARQL-JSON shape of kb_dumps.store_types.QueryResult rows:
 # {"type": "uri"|"literal"|"bnode", "value": str, "datatype"?: str, "xml:lang"?: str}.
 Term = dict[str, str]
 

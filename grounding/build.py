@@ -32,10 +32,10 @@ from grounding.vector_stores import (
     open_vectors,
     start_vectors,
 )
-from kb_dumps.errors import KBQAError
 from kb_dumps.ingest import store_lock
 from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.layout import StoreLayout
+from kb_dumps.stage_errors import KBQAError
 
 # 2: the embedder's name and fingerprint in meta.json (an index is only searched with its own embedder)
 INDEX_FORMAT = 2

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kb_dumps.errors import KBQAError
 from kb_dumps.profiles import KBProfile, WikidataProfile
+from kb_dumps.stage_errors import KBQAError
 
 log = logging.getLogger(__name__)
 CONTEXT_KEYS = ("subject", "object", "property", "role")

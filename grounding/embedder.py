@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from grounding.static_embedder import STATIC_DIR, STATIC_NAME, StaticEmbedder
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 DEFAULT_MODEL = STATIC_NAME
 MINILM = "minilm"

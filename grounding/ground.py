@@ -17,10 +17,10 @@ from grounding.embedder import Embedder, canonical_name, get_embedder, query_tex
 from grounding.lexical_index import LexicalIndex
 from grounding.text import best_similarity, normalize
 from grounding.vector_stores import open_vectors
-from kb_dumps.errors import KBQAError, echo
 from kb_dumps.label_memory import LabelRow
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KINDS, KBProfile, WikidataProfile, detect_profile, get_profile
+from kb_dumps.stage_errors import KBQAError, echo
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 STATIC_NAME = "minilm-static"
 STATIC_DIR = Path(__file__).resolve().parent / "models" / STATIC_NAME

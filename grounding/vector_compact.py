@@ -426,7 +426,7 @@ def _nearest(centroids: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def make(folder: Path, dim: int, target: str, fresh: bool) -> CompactVectors:
     """The registry's factory (grounding/vector_stores.py)."""
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
 
     if target:
         raise KBQAError(f"the compact vector store lives in the index folder; it takes no target (got {target!r})",

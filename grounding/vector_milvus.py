@@ -17,7 +17,7 @@ import numpy as np
 
 from grounding.vector_index import KINDS, VectorHit, _KindState
 from grounding.vector_stores import LOCAL_MILVUS_DB
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 # HNSW as the hnsw store builds it (grounding/vector_index.py), so the two rank alike
 _M, _EF_CONSTRUCTION, _EF_SEARCH = 16, 100, 64

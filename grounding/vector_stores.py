@@ -20,8 +20,8 @@ from typing import Protocol
 import numpy as np
 
 from grounding.vector_index import VectorHit, VectorIndex, _KindState
-from kb_dumps.errors import KBQAError
 from kb_dumps.registry import Registry
+from kb_dumps.stage_errors import KBQAError
 
 DEFAULT_VECTOR_STORE = "hnsw"
 LOCAL_MILVUS_DB = "vectors.milvus.db"  # `milvus` with no target: a Milvus Lite database in the index folder

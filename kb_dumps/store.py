@@ -24,9 +24,7 @@ from kb_dumps.layout import StoreLayout
 from kb_dumps.results import Written, write_fast, write_rows
 from kb_dumps.sparql_check import QueryFacts, RefusedQuery, check_query
 from kb_dumps.stage_errors import EXIT_BACKEND, KBQAError, QueryError, StoreError
-
-# transitional: explore/grounding still import these names from kb_dumps.store; removed when they move
-from kb_dumps.store_types import (  # noqa: F401 - re-exported
+from kb_dumps.store_types import (
     DEFAULT_ROW_CAP,
     DEFAULT_TIMEOUT_S,
     Dataset,

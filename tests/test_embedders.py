@@ -14,8 +14,8 @@ from grounding.build import build_index, index_dir, read_meta
 from grounding.embedder import canonical_name, get_embedder
 from grounding.ground import Grounder
 from grounding.static_embedder import STATIC_DIR, StaticEmbedder, fingerprint_files
-from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelMemory
+from kb_dumps.stage_errors import KBQAError
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from grounding.build import build_index
 from grounding.candidates import Candidate, Correction, GroundingResult
 from grounding.embedder import get_embedder
 from grounding.ground import Grounder
-from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import get_profile
+from kb_dumps.stage_errors import KBQAError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grounding"
 WD = "http://www.wikidata.org/entity/"

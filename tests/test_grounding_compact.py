@@ -17,8 +17,8 @@ from grounding.build import build_index, index_dir, read_meta
 from grounding.embedder import get_embedder, row_texts
 from grounding.ground import Grounder
 from grounding.lexical_index import _FILES, LexicalIndex
-from kb_dumps.errors import KBQAError
 from kb_dumps.label_memory import LabelMemory
+from kb_dumps.stage_errors import KBQAError
 
 # (label, description, kind): labels, an alias, typos, a description only, kinds
 QUERIES = [("Albert Einstein", None, None), ("City of Light", None, None), ("nationality", None, "property"),

@@ -100,7 +100,7 @@ def test_incremental_reembeds_a_changed_row(tmp_path, embedder):
 
 
 def test_missing_index_or_memory_is_a_clear_error(tmp_path):
-    from kb_dumps.errors import KBQAError
+    from kb_dumps.stage_errors import KBQAError
 
     with pytest.raises(KBQAError, match="kbqa ingest"):
         build_index(tmp_path / "nowhere", progress=False)

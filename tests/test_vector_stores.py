@@ -18,7 +18,7 @@ from grounding.build import build_index
 from grounding.embedder import get_embedder
 from grounding.ground import Grounder
 from grounding.vector_stores import VECTOR_STORES, canonical_spec, parse_spec
-from kb_dumps.errors import KBQAError
+from kb_dumps.stage_errors import KBQAError
 
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
