@@ -38,7 +38,7 @@ from kbqa.translators.explore.features.structure import add_question_features
 from kbqa.translators.explore.link.anchors import Anchors, link_question
 from kbqa.translators.explore.link.entities import EntityLinker
 from kbqa.translators.explore.lower.result import no_graph_error, translation
-from kbqa.translators.explore.lower.text import verbalise
+from kbqa.translators.explore.lower.text import lower, verbalise
 from kbqa.translators.explore.propose.display import DisplayColumns
 from kbqa.translators.explore.propose.paths import SchemaPaths
 from kbqa.translators.explore.propose.search import propose
@@ -180,8 +180,15 @@ class ExploreTranslator(Translator):
         lacks the facts of the solved questions nearest to this one; None: keep it."""
         if self.ctx.settings.fallback != "auto":
             return None
-        return weak(ranked, self.ctx.settings.weak_score) or self.structure_fallback.lacking(question) or \
+        return weak(ranked, self.ctx.settings.weak_score) or \
+            self.structure_fallback.lacking(question, self.entities_used(ranked[0]) if ranked else set()) or \
             self.facts.lacking(question, [a.entities[0].span] if a.entities else [])
+
+    def entities_used(self, g: Graph) -> set[str]:
+        """The IRIs of the items (not classes or predicates) a candidate graph names."""
+        low = lower(g, self.ctx.schema)
+        kinds = {line.name: line.kind for line in low.grounding}
+        return {iri for name, iri in low.mapping.items() if iri and kinds.get(name) == "entity"}
 
 
 def make(settings: TranslatorSettings, store_dir: str | Path | None, *, store: Store | None = None,

@@ -5,9 +5,11 @@ the label memory's mentions, property slots from a fitted scorer).
 A sample store holds a sliver of Wikidata, so a partial fact the search finds near a linked name is usually the
 wrong answer; the learned skeleton writes the query the question asks for, whether or not the store can answer it.
 When to prefer it over the search (`lacking`): the evidence is the store's own — an entity the learned structure
-names has no fact in the store beyond its names (label, description, aliases), so no candidate of the search can
-use it: whatever the search found answers a question that leaves out an entity this one names (a partial match).
-When every such entity has facts, the choice stays with the search and the case bank's check, as before.
+names (not as a class: the object of instance-of / subclass-of) has no fact in the store beyond its names (label,
+description, aliases), so no candidate of the search can use it, and the search's best candidate uses no entity
+the structure leaves out: the search answered a part of the question (a partial match), not another reading of
+it. When the search's best uses an entity the structure does not name (the structure read another mention), or
+every entity has facts, the choice stays with the search and the case bank's check, as before.
 On the Wikidata dev sets the learned structure writes better queries than the nearest case re-filled (BENCHMARKS.md
 "structure"), so it goes first; the case fallback stays for a question whose skeleton slots the question cannot fill.
 Only Wikidata stores: the model's properties and skeletons are Wikidata's.
@@ -15,6 +17,7 @@ Only Wikidata stores: the model's properties and skeletons are Wikidata's.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kb_dumps.stage_errors import KBQAError
@@ -30,6 +33,8 @@ from kbqa.translators.structure.translator import StructureTranslator
 MIN_CONFIDENCE = 0.0
 EDGE_GROUPS = 50  # predicate groups read per entity: enough to see a fact that is not a name
 WD_ENTITY = "wd:"
+# an entity in a class position of the learned query (instance-of / subclass-of object): a class, not the subject
+_CLASS_OBJECT = re.compile(r"wdt:P(?:31|279)[*+]?(?:/wdt:P279[*+]?)?\s+(wd:Q\d+)")
 
 
 class StructureFallback:
@@ -53,9 +58,9 @@ class StructureFallback:
         self._last = None
         self._translator = StructureTranslator(self.ctx.store_dir, memory=self.ctx.memory, model=model)
 
-    def lacking(self, question: str, *, qid: str | None = None) -> str | None:
-        """Why the learned structure should answer instead of the search (an entity it names has no fact in the
-        store beyond its names), or None."""
+    def lacking(self, question: str, search_entities: set[str], *, qid: str | None = None) -> str | None:
+        """Why the learned structure should answer instead of the search (see the module docstring), or None.
+        `search_entities`: the IRIs of the entities the search's best candidate uses."""
         if not self.applies:
             return None
         res = self._translate(question, qid)
@@ -63,7 +68,11 @@ class StructureFallback:
             return None
         entities = [slot["value"] for slot in res.details["structure"].get("slots") or []
                     if str(slot.get("value") or "").startswith(WD_ENTITY)]
-        bare = [e for e in entities if not self._has_facts(e)]
+        named = {self.ctx.profile.expand(e) for e in entities}
+        if search_entities - named:  # the search read another entity than the structure: keep its reading
+            return None
+        classes = set(_CLASS_OBJECT.findall(res.text))
+        bare = [e for e in entities if e not in classes and not self._has_facts(e)]
         if not bare:
             return None
         return f"the store holds no fact of {', '.join(bare[:3])} beyond names (an entity the learned structure names)"
