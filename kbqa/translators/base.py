@@ -31,7 +31,10 @@ class TranslationResult:
     confirmed: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not d["confirmed"]:  # only a translator that checked its URIs on the store has any (explore)
+            del d["confirmed"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> TranslationResult:
