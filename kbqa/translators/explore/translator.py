@@ -176,8 +176,9 @@ class ExploreTranslator(Translator):
 
     def fallback_reason(self, question: str, a: Anchors, ranked: list[Graph]) -> str | None:
         """Why the fallback should replace the search's answer (mode "auto"): nothing found, a bare class list, a
-        Wikidata store that holds no fact of the learned structure's entities beyond their names, or a store that
-        lacks the facts of the solved questions nearest to this one; None: keep it."""
+        Wikidata store that holds no fact beyond names of an entity the learned structure names while the search's
+        best uses no other entity (fallback/structure.py), or a store that lacks the facts of the solved questions
+        nearest to this one; None: keep it."""
         if self.ctx.settings.fallback != "auto":
             return None
         return weak(ranked, self.ctx.settings.weak_score) or \
