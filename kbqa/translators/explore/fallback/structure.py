@@ -86,7 +86,7 @@ class StructureFallback:
                 rows = self.ctx.store.query(q, timeout_s=1.0).rows if q else None
             except KBQAError:  # a probe that fails says nothing: assume the facts are there (keep the search)
                 rows = None
-            self._facts[entity] = rows is None or any(_value(r[0]) not in names for r in rows)
+            self._facts[entity] = rows is None or any(r[0] and r[0]["value"] not in names for r in rows)
         return self._facts[entity]
 
     def _translate(self, question: str, qid: str | None) -> TranslationResult | None:
@@ -119,7 +119,3 @@ class StructureFallback:
         if self._translator is not None:
             self._translator.close()
 
-
-def _value(term: Any) -> str:
-    """A result cell's IRI or value (the store returns terms as plain dicts or strings)."""
-    return str(term.get("value", "")) if isinstance(term, dict) else str(term or "")
