@@ -27,7 +27,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
 
 from kb_dumps.endpoint_settings import (
     Dialect,
@@ -36,6 +35,7 @@ from kb_dumps.endpoint_settings import (
     detect_dialect,
     kbqa_version,
 )
+from kb_dumps.json_types import JsonObject
 from kb_dumps.sparql_check import check_query
 from kb_dumps.sparql_text import shape, with_row_cap
 from kb_dumps.stage_errors import EndpointError, QueryError, StoreError
@@ -107,8 +107,8 @@ class EndpointStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def ask(self, query: str, **kw: Any) -> bool:
-        res = self.query(query, **kw)
+    def ask(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> bool:
+        res = self.query(query, timeout_s, row_cap)
         return bool(res.boolean) if res.kind == "ask" else bool(res.rows)
 
     def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> QueryResult:
@@ -294,7 +294,7 @@ class EndpointStore:
                              f"starting {start!r}", reason="malformed")
 
 
-def _term(t: Any) -> Term | None:
+def _term(t: JsonObject | None) -> Term | None:
     """A SPARQL JSON term as `LocalStore` gives it: xsd:string and rdf:langString datatypes dropped,
     Virtuoso's old `typed-literal` read as a literal."""
     if t is None:
@@ -344,7 +344,7 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _reason(reason: Any) -> str:
+def _reason(reason: str | BaseException) -> str:  # URLError.reason
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused"
     if isinstance(reason, socket.gaierror):

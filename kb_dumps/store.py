@@ -17,8 +17,10 @@ import multiprocessing as mp
 import os
 import threading
 import time
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kb_dumps.layout import StoreLayout
 from kb_dumps.results import Written, write_fast, write_rows
@@ -34,6 +36,18 @@ from kb_dumps.store_types import (
     term_to_dict,
 )
 from kb_dumps.xml_check import Unwritable
+
+if TYPE_CHECKING:
+    import pyoxigraph as ox
+
+    from kb_dumps.endpoint_settings import EndpointSettings
+
+    # A pyoxigraph query's result: SELECT, ASK, CONSTRUCT / DESCRIBE.
+    OxResult = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
+    # One request to the worker: (query, row cap, dataset, result bytes, formats or None for plain rows).
+    WorkerRequest = tuple[str, int, Dataset | None, int, tuple[str | None, str | None] | None]
+    # A keyword of `EndpointStore(...)` passed through `open_store`.
+    EndpointOption = str | float | dict[str, str] | EndpointSettings | None
 
 # Address space of one query worker (RLIMIT_AS), sized for a 24 GB machine running a few workers; the store
 # opens and answers ordinary queries well inside 1 GB. KBQA_QUERY_MEMORY_BYTES=0 removes the bound.
@@ -63,14 +77,14 @@ def _term_bytes(t: Term | None) -> int:
     return 0 if t is None else len(t["value"]) + len(t.get("datatype", "")) + len(t.get("xml:lang", "")) + 8
 
 
-def _execute(store: Any, query: str, dataset: Dataset | None, has_dataset: bool) -> Any:
+def _execute(store: ox.Store, query: str, dataset: Dataset | None, has_dataset: bool) -> OxResult:
     """The pyoxigraph result of one query on an open store (in the worker).
 
     `dataset` (protocol parameters) overrides the query's FROM / FROM NAMED, as the protocol says; `has_dataset`:
     the query has FROM / FROM NAMED of its own (then the union default graph must not override it)."""
     import pyoxigraph as ox
 
-    options: dict[str, Any] = {}
+    options: dict[str, str | bool | list[ox.NamedNode]] = {}
     if dataset is not None and dataset.base_iri:
         options["base_iri"] = dataset.base_iri
     if dataset:
@@ -87,7 +101,7 @@ def _execute(store: Any, query: str, dataset: Dataset | None, has_dataset: bool)
         raise QueryError(f"the query failed: {e}", stage="execute") from None
 
 
-def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = None, has_dataset: bool = False,
+def run_query(store: ox.Store, query: str, row_cap: int, dataset: Dataset | None = None, has_dataset: bool = False,
               result_bytes: int = DEFAULT_RESULT_BYTES) -> QueryResult:
     """Run one query on an open pyoxigraph store (in the worker), converting to plain data (see `_execute`)."""
     import pyoxigraph as ox
@@ -118,7 +132,7 @@ def run_query(store: Any, query: str, row_cap: int, dataset: Dataset | None = No
     return QueryResult(kind=kind, vars=names, rows=rows, truncated=truncated, elapsed_s=time.perf_counter() - t0)
 
 
-def write_result(store: Any, query: str, row_cap: int, dataset: Dataset | None, facts: QueryFacts,
+def write_result(store: ox.Store, query: str, row_cap: int, dataset: Dataset | None, facts: QueryFacts,
                  result_bytes: int, formats: tuple[str | None, str | None]) -> Written:
     """Run one query (in the worker) and write its result as bytes: `formats` is (the format of a SELECT / ASK
     result, of a CONSTRUCT / DESCRIBE one), None where the client accepts none (kb_dumps/results.py)."""
@@ -141,7 +155,7 @@ def write_result(store: Any, query: str, row_cap: int, dataset: Dataset | None, 
     return Written(rows.kind, fmt, write_rows(rows, fmt), rows.truncated, len(rows.rows))
 
 
-def _answer(store: Any, msg: tuple) -> tuple[str, Any]:
+def _answer(store: ox.Store, msg: WorkerRequest) -> tuple[str, QueryResult | Written]:
     """One request in the worker: the check (kb_dumps/sparql_check.py), under the caller's deadline, then the query."""
     query, row_cap, dataset, result_bytes, formats = msg
     facts = check_query(query)
@@ -150,7 +164,7 @@ def _answer(store: Any, msg: tuple) -> tuple[str, Any]:
     return "written", write_result(store, query, row_cap, dataset, facts, result_bytes, formats)
 
 
-def _worker_main(path: str, conn: Any, memory_bytes: int | None) -> None:
+def _worker_main(path: str, conn: Connection, memory_bytes: int | None) -> None:
     """Worker loop: cut the network, bound memory, open the store read-only, answer requests."""
     from kb_dumps.sandbox import bound_memory, isolate_network
 
@@ -211,8 +225,8 @@ class LocalStore:
         self.row_cap = row_cap
         self.memory_bytes, self.result_bytes = memory_bytes, result_bytes
         self.network = "not started"  # the worker's network isolation: "netns", or why not
-        self._proc: Any = None
-        self._conn: Any = None
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
         self._interrupted = False
         self._lock = threading.Lock()
         self.restarts = 0
@@ -276,17 +290,17 @@ class LocalStore:
               dataset: Dataset | None = None) -> QueryResult:
         """Run a read-only SPARQL query. Raises QueryError (bad query, SERVICE, timeout; ResourceError past
         the memory or result bound). `dataset`: the protocol's default and named graphs."""
-        return self._request(query, timeout_s, row_cap, dataset, None)
+        return cast(QueryResult, self._request(query, timeout_s, row_cap, dataset, None))
 
     def write(self, query: str, formats: tuple[str | None, str | None], timeout_s: float | None = None,
               row_cap: int | None = None, dataset: Dataset | None = None) -> Written:
         """Run a read-only query and get its result written by the worker as bytes: `formats` is (the format of a
         SELECT / ASK result, of a CONSTRUCT / DESCRIBE one; kb_dumps/results.py). The errors of `query`, and
         Unwritable for what the format cannot carry."""
-        return self._request(query, timeout_s, row_cap, dataset, formats)
+        return cast(Written, self._request(query, timeout_s, row_cap, dataset, formats))
 
     def _request(self, query: str, timeout_s: float | None, row_cap: int | None, dataset: Dataset | None,
-                 formats: tuple[str | None, str | None] | None) -> Any:
+                 formats: tuple[str | None, str | None] | None) -> QueryResult | Written:
         # the check runs in the worker, under the same deadline and memory bound as the query
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.row_cap if row_cap is None else row_cap
@@ -349,14 +363,14 @@ class LocalStore:
                               "was restarted); simplify it, e.g. fewer nested groups or operators in one expression")
         return StoreError(f"the query worker died (exit code {code})")
 
-    def ask(self, query: str, **kw: Any) -> bool:
-        res = self.query(query, **kw)
+    def ask(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> bool:
+        res = self.query(query, timeout_s, row_cap)
         return bool(res.boolean) if res.kind == "ask" else bool(res.rows)
 
 
 def open_store(store_dir: str | Path | None = None, *, endpoint: str | None = None,
                timeout_s: float = DEFAULT_TIMEOUT_S, row_cap: int = DEFAULT_ROW_CAP, dialect: str | None = None,
-               **endpoint_options: Any) -> Store:
+               **endpoint_options: EndpointOption) -> Store:
     """The store to query: the `endpoint` URL when given, else the endpoint a remote store directory
     records in its manifest, else the local pyoxigraph store of `store_dir`."""
     if endpoint is None and store_dir is not None:

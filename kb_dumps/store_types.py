@@ -9,7 +9,12 @@ assembler, eval, kbqa) type their stores with them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from kb_dumps.json_types import JsonObject
+
+if TYPE_CHECKING:
+    import pyoxigraph as ox
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 10_000
@@ -29,7 +34,7 @@ class QueryResult:
     truncated: bool = False  # the row cap cut the result
     elapsed_s: float = 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @property
@@ -62,12 +67,12 @@ class Store(Protocol):
 
     def query(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> QueryResult: ...
 
-    def ask(self, query: str, **kw: Any) -> bool: ...
+    def ask(self, query: str, timeout_s: float | None = None, row_cap: int | None = None) -> bool: ...
 
     def close(self) -> None: ...
 
 
-def term_to_dict(term: Any) -> Term | None:
+def term_to_dict(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple | None) -> Term | None:
     """A pyoxigraph term as a `Term` (None stays None)."""
     import pyoxigraph as ox
 
