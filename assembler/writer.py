@@ -11,39 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from assembler.plan import (
-    AGGREGATES,
-    BINARY_OPS,
-    IRI,
-    PATH_MODS,
-    UNARY_OPS,
-    Aggregate,
-    BinaryOp,
-    Bind,
-    Call,
-    Exists,
-    Filter,
-    Group,
-    In,
-    Literal,
-    Minus,
-    Node,
-    Optional,
-    OrderKey,
-    PathAlt,
-    PathInv,
-    PathMod,
-    PathSeq,
-    Placeholder,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    UnaryOp,
-    Union,
-    Values,
-    Var,
-)
+from assembler import plan as ir
 from assembler.sparql_builtins import BUILTIN_ARITY, BUILTINS, CASTS, NUMERIC_FORMS, VAR_NAME
 from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kb_dumps.sparql_text import LANG_TAG, escape_string, iri_problem
@@ -80,7 +48,7 @@ class WriteResult:
 class SparqlWriter:
     """Writes one Plan. `TRANSFORMS` maps node type → writer function; subclasses override entries."""
 
-    TRANSFORMS: dict[type, Callable[[SparqlWriter, Node], str]] = {}
+    TRANSFORMS: dict[type, Callable[[SparqlWriter, ir.Node], str]] = {}
     # Whether ?var names are renumbered ?var1, ?var2… in order of first appearance.
     RENAME_VARS = True
 
@@ -93,13 +61,13 @@ class SparqlWriter:
         self.errors: list[ErrorInfo] = []
 
     # ---- entry points ---------------------------------------------------------------------
-    def write(self, node: Node) -> str:
+    def write(self, node: ir.Node) -> str:
         writer = self.TRANSFORMS.get(type(node))
         if writer is None:
             self.fail(node, f"cannot write a {type(node).__name__} node here")
         return writer(self, node)
 
-    def write_query_text(self, query: Query) -> str | None:
+    def write_query_text(self, query: ir.Query) -> str | None:
         """The whole query with its prefix declarations, or None when a problem was collected."""
         try:
             body = self.write(query)
@@ -113,12 +81,12 @@ class SparqlWriter:
         prologue = "".join(f"PREFIX {p}: <{self.profile.prefixes[p]}>\n" for p in sorted(self.used_prefixes))
         return prologue + body
 
-    def fail(self, node: Node | None, message: str) -> None:
+    def fail(self, node: ir.Node | None, message: str) -> None:
         self.errors.append(ErrorInfo(stage="assemble", message=message, ac=getattr(node, "ac", None)))
         raise _WriteError(message)
 
     # ---- shared pieces --------------------------------------------------------------------
-    def iri(self, iri: str, node: Node | None = None) -> str:
+    def iri(self, iri: str, node: ir.Node | None = None) -> str:
         problem = iri_problem(iri)
         if problem:
             self.fail(node, problem)
@@ -127,7 +95,7 @@ class SparqlWriter:
             self.used_prefixes.add(compact.split(":", 1)[0])
         return compact
 
-    def var(self, name: str, node: Node | None = None) -> str:
+    def var(self, name: str, node: ir.Node | None = None) -> str:
         if not isinstance(name, str) or not VAR_NAME.fullmatch(name):
             self.fail(node, f"invalid variable name {str(name)[:40]!r}")
         if not self.rename_vars:
@@ -136,7 +104,7 @@ class SparqlWriter:
             self.var_map[name] = f"var{len(self.var_map) + 1}"
         return "?" + self.var_map[name]
 
-    def resolve_placeholder(self, node: Placeholder) -> str:
+    def resolve_placeholder(self, node: ir.Placeholder) -> str:
         iri = self.mapping.get(node.name)
         if iri is None:
             self.fail(node, f"placeholder [{node.name}] has no grounding (no IRI in the mapping)")
@@ -158,7 +126,7 @@ class SparqlWriter:
             self.fail(node, f"placeholder [{node.name}] is a {node.kind} but carries the role {node.role}:")
         return iri
 
-    def group_body(self, group: Group, indent: str) -> str:
+    def group_body(self, group: ir.Group, indent: str) -> str:
         lines = []
         for item in group.items:
             try:
@@ -168,11 +136,11 @@ class SparqlWriter:
             lines.extend(indent + "  " + line for line in text.split("\n"))
         return "{\n" + "\n".join(lines) + ("\n" if lines else "") + indent + "}"
 
-    def nested(self, group: Group) -> str:
+    def nested(self, group: ir.Group) -> str:
         # Nested blocks are written flat then re-indented by the caller: simple and still valid.
         return self.group_body(group, "")
 
-    def head(self, query: Query) -> str:
+    def head(self, query: ir.Query) -> str:
         if query.form == "ask":
             return "ASK"
         if query.form not in ("select", "count"):
@@ -180,7 +148,7 @@ class SparqlWriter:
         cols = " ".join(self.write(p) for p in query.projection) if query.projection else "*"
         return "SELECT " + ("DISTINCT " if query.distinct else "") + cols
 
-    def modifiers(self, query: Query) -> list[str]:
+    def modifiers(self, query: ir.Query) -> list[str]:
         out = []
         if query.group_by:
             out.append("GROUP BY " + " ".join(self._group_key(k) for k in query.group_by))
@@ -195,34 +163,34 @@ class SparqlWriter:
                 out.append(f"{name} {value}")
         return out
 
-    def _group_key(self, key: Node) -> str:
+    def _group_key(self, key: ir.Node) -> str:
         text = self.write(key)
-        return text if isinstance(key, Var) else f"({text})"
+        return text if isinstance(key, ir.Var) else f"({text})"
 
-    def path_part(self, node: Node) -> str:
+    def path_part(self, node: ir.Node) -> str:
         text = self.write(node)
-        return text if isinstance(node, IRI | Placeholder) else f"({text})"
+        return text if isinstance(node, ir.IRI | ir.Placeholder) else f"({text})"
 
 
 # ---- the table ------------------------------------------------------------------------------
 
 
-def _query(w: SparqlWriter, q: Query) -> str:
+def _query(w: SparqlWriter, q: ir.Query) -> str:
     head = w.head(q)
     body = w.nested(q.where)
     mods = w.modifiers(q)
     return "\n".join([f"{head} WHERE {body}", *mods])
 
 
-def _var(w: SparqlWriter, n: Var) -> str:
+def _var(w: SparqlWriter, n: ir.Var) -> str:
     return w.var(n.name, n)
 
 
-def _iri(w: SparqlWriter, n: IRI) -> str:
+def _iri(w: SparqlWriter, n: ir.IRI) -> str:
     return w.iri(n.value, n)
 
 
-def _placeholder(w: SparqlWriter, n: Placeholder) -> str:
+def _placeholder(w: SparqlWriter, n: ir.Placeholder) -> str:
     try:
         return w.iri(w.resolve_placeholder(n), n)
     except _WriteError:
@@ -230,7 +198,7 @@ def _placeholder(w: SparqlWriter, n: Placeholder) -> str:
         return "<urn:x-kbqa:unresolved>"
 
 
-def _literal(w: SparqlWriter, n: Literal) -> str:
+def _literal(w: SparqlWriter, n: ir.Literal) -> str:
     if not isinstance(n.value, str):
         w.fail(n, f"literal value must be a string, got {type(n.value).__name__}")
     if not n.value.isascii():
@@ -250,58 +218,58 @@ def _literal(w: SparqlWriter, n: Literal) -> str:
     return escape_string(n.value)
 
 
-def _triple(w: SparqlWriter, n: Triple) -> str:
+def _triple(w: SparqlWriter, n: ir.Triple) -> str:
     p = w.write(n.p)
-    if isinstance(n.p, PathMod | PathSeq | PathAlt | PathInv):
+    if isinstance(n.p, ir.PathMod | ir.PathSeq | ir.PathAlt | ir.PathInv):
         p = p if p.startswith("(") else f"({p})"
     return f"{w.write(n.s)} {p} {w.write(n.o)} ."
 
 
-def _path_seq(w: SparqlWriter, n: PathSeq) -> str:
+def _path_seq(w: SparqlWriter, n: ir.PathSeq) -> str:
     return "/".join(w.path_part(i) for i in n.items)
 
 
-def _path_alt(w: SparqlWriter, n: PathAlt) -> str:
+def _path_alt(w: SparqlWriter, n: ir.PathAlt) -> str:
     return "|".join(w.path_part(i) for i in n.items)
 
 
-def _path_inv(w: SparqlWriter, n: PathInv) -> str:
+def _path_inv(w: SparqlWriter, n: ir.PathInv) -> str:
     return "^" + w.path_part(n.item)
 
 
-def _path_mod(w: SparqlWriter, n: PathMod) -> str:
-    if n.mod not in PATH_MODS:
+def _path_mod(w: SparqlWriter, n: ir.PathMod) -> str:
+    if n.mod not in ir.PATH_MODS:
         w.fail(n, f"invalid path modifier {n.mod!r}; expected one of * + ?")
     return w.path_part(n.item) + n.mod
 
 
-def _filter(w: SparqlWriter, n: Filter) -> str:
+def _filter(w: SparqlWriter, n: ir.Filter) -> str:
     return f"FILTER({w.write(n.expr)})"
 
 
-def _bind(w: SparqlWriter, n: Bind) -> str:
+def _bind(w: SparqlWriter, n: ir.Bind) -> str:
     return f"BIND({w.write(n.expr)} AS {w.write(n.var)})"
 
 
-def _optional(w: SparqlWriter, n: Optional) -> str:
+def _optional(w: SparqlWriter, n: ir.Optional) -> str:
     return "OPTIONAL " + w.nested(n.group)
 
 
-def _minus(w: SparqlWriter, n: Minus) -> str:
+def _minus(w: SparqlWriter, n: ir.Minus) -> str:
     return "MINUS " + w.nested(n.group)
 
 
-def _union(w: SparqlWriter, n: Union) -> str:
+def _union(w: SparqlWriter, n: ir.Union) -> str:
     if len(n.groups) < 2:
         w.fail(n, "UNION needs at least two groups")
     return " UNION ".join(w.nested(g) for g in n.groups)
 
 
-def _group(w: SparqlWriter, n: Group) -> str:
+def _group(w: SparqlWriter, n: ir.Group) -> str:
     return w.nested(n)
 
 
-def _values(w: SparqlWriter, n: Values) -> str:
+def _values(w: SparqlWriter, n: ir.Values) -> str:
     names = " ".join(w.write(v) for v in n.vars)
     rows = []
     for row in n.rows:
@@ -311,31 +279,31 @@ def _values(w: SparqlWriter, n: Values) -> str:
     return f"VALUES ({names}) {{ " + " ".join(rows) + " }"
 
 
-def _subquery(w: SparqlWriter, n: SubQuery) -> str:
+def _subquery(w: SparqlWriter, n: ir.SubQuery) -> str:
     inner = "\n".join("  " + line for line in w.write(n.query).split("\n"))
     return "{\n" + inner + "\n}"
 
 
-def _binary(w: SparqlWriter, n: BinaryOp) -> str:
-    if n.op not in BINARY_OPS:
+def _binary(w: SparqlWriter, n: ir.BinaryOp) -> str:
+    if n.op not in ir.BINARY_OPS:
         w.fail(n, f"unknown operator {str(n.op)[:10]!r}")
     return f"({w.write(n.left)} {n.op} {w.write(n.right)})"
 
 
-def _unary(w: SparqlWriter, n: UnaryOp) -> str:
-    if n.op not in UNARY_OPS:
+def _unary(w: SparqlWriter, n: ir.UnaryOp) -> str:
+    if n.op not in ir.UNARY_OPS:
         w.fail(n, f"unknown operator {str(n.op)[:10]!r}")
     return f"{n.op}({w.write(n.arg)})"
 
 
-def _call(w: SparqlWriter, n: Call) -> str:
+def _call(w: SparqlWriter, n: ir.Call) -> str:
     name = str(n.name)
     low, high = BUILTIN_ARITY.get(name.upper(), (1, 1))
     if name.upper() not in BUILTINS and not (name.startswith("xsd:") and name[4:] in CASTS):
         w.fail(n, f"unknown function {name[:30]!r}")
     if not low <= len(n.args) <= high:
         w.fail(n, f"{name} takes {low}" + (f" to {high}" if high != low else "") + f" arguments, got {len(n.args)}")
-    if name.upper() == "BOUND" and not isinstance(n.args[0], Var):
+    if name.upper() == "BOUND" and not isinstance(n.args[0], ir.Var):
         w.fail(n, "BOUND takes a variable")
     args = ", ".join(w.write(a) for a in n.args)
     if name.upper() in BUILTINS:
@@ -343,18 +311,18 @@ def _call(w: SparqlWriter, n: Call) -> str:
     return f"{w.iri(XSD + name[4:], n)}({args})"
 
 
-def _in(w: SparqlWriter, n: In) -> str:
+def _in(w: SparqlWriter, n: ir.In) -> str:
     items = ", ".join(w.write(i) for i in n.items)
     return f"({w.write(n.expr)} {'NOT IN' if n.negated else 'IN'} ({items}))"
 
 
-def _exists(w: SparqlWriter, n: Exists) -> str:
+def _exists(w: SparqlWriter, n: ir.Exists) -> str:
     return ("NOT EXISTS " if n.negated else "EXISTS ") + w.nested(n.group)
 
 
-def _aggregate(w: SparqlWriter, n: Aggregate) -> str:
+def _aggregate(w: SparqlWriter, n: ir.Aggregate) -> str:
     name = str(n.name).upper()
-    if name not in AGGREGATES:
+    if name not in ir.AGGREGATES:
         w.fail(n, f"unknown aggregate {str(n.name)[:20]!r}")
     arg = "*" if n.arg is None else w.write(n.arg)
     if arg == "*" and name != "COUNT":
@@ -363,45 +331,45 @@ def _aggregate(w: SparqlWriter, n: Aggregate) -> str:
     return f"{name}({'DISTINCT ' if n.distinct else ''}{arg}{sep})"
 
 
-def _projection(w: SparqlWriter, n: Projection) -> str:
+def _projection(w: SparqlWriter, n: ir.Projection) -> str:
     return f"({w.write(n.expr)} AS {w.write(n.var)})"
 
 
-def _order_key(w: SparqlWriter, n: OrderKey) -> str:
+def _order_key(w: SparqlWriter, n: ir.OrderKey) -> str:
     return f"{'DESC' if n.descending else 'ASC'}({w.write(n.expr)})"
 
 
 SparqlWriter.TRANSFORMS = {
-    Query: _query,
-    Var: _var,
-    IRI: _iri,
-    Placeholder: _placeholder,
-    Literal: _literal,
-    Triple: _triple,
-    PathSeq: _path_seq,
-    PathAlt: _path_alt,
-    PathInv: _path_inv,
-    PathMod: _path_mod,
-    Filter: _filter,
-    Bind: _bind,
-    Optional: _optional,
-    Minus: _minus,
-    Union: _union,
-    Group: _group,
-    Values: _values,
-    SubQuery: _subquery,
-    BinaryOp: _binary,
-    UnaryOp: _unary,
-    Call: _call,
-    In: _in,
-    Exists: _exists,
-    Aggregate: _aggregate,
-    Projection: _projection,
-    OrderKey: _order_key,
+    ir.Query: _query,
+    ir.Var: _var,
+    ir.IRI: _iri,
+    ir.Placeholder: _placeholder,
+    ir.Literal: _literal,
+    ir.Triple: _triple,
+    ir.PathSeq: _path_seq,
+    ir.PathAlt: _path_alt,
+    ir.PathInv: _path_inv,
+    ir.PathMod: _path_mod,
+    ir.Filter: _filter,
+    ir.Bind: _bind,
+    ir.Optional: _optional,
+    ir.Minus: _minus,
+    ir.Union: _union,
+    ir.Group: _group,
+    ir.Values: _values,
+    ir.SubQuery: _subquery,
+    ir.BinaryOp: _binary,
+    ir.UnaryOp: _unary,
+    ir.Call: _call,
+    ir.In: _in,
+    ir.Exists: _exists,
+    ir.Aggregate: _aggregate,
+    ir.Projection: _projection,
+    ir.OrderKey: _order_key,
 }
 
 
-def write_sparql(query: Query, profile: KBProfile | str = "wikidata", mapping: dict[str, str] | None = None,
+def write_sparql(query: ir.Query, profile: KBProfile | str = "wikidata", mapping: dict[str, str] | None = None,
                  *, rename_vars: bool = True) -> WriteResult:
     """Write `query` as SPARQL for `profile`, placeholders resolved through `mapping`
     (`{placeholder name: IRI}`, full or prefixed). Never raises on a bad Plan: problems are

@@ -9,49 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    BinaryOp,
-    Bind,
-    Call,
-    Exists,
-    Filter,
-    Group,
-    In,
-    Literal,
-    Minus,
-    Node,
-    Optional,
-    OrderKey,
-    PathAlt,
-    PathInv,
-    PathMod,
-    PathSeq,
-    Placeholder,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    UnaryOp,
-    Union,
-    Values,
-    Var,
-    pattern_vars,
-    placeholders,
-    rename,
-    substitute,
-    tag_ac,
-    walk,
-)
+from assembler import plan as ir
 from kbqa.frontends.desq import parse_desq
 
 FIXTURES = Path(__file__).parent / "fixtures" / "desq"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
-def roundtrip(node: Node) -> Node:
-    return Node.from_dict(json.loads(json.dumps(node.to_dict())))
+def roundtrip(node: ir.Node) -> ir.Node:
+    return ir.Node.from_dict(json.loads(json.dumps(node.to_dict())))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.desq")))
@@ -64,8 +30,8 @@ def test_fixture_plans_roundtrip_through_json(name: str) -> None:
 
 
 def test_to_dict_tags_every_node_and_keeps_ac() -> None:
-    q = Query(projection=[Var("x", ac="AC1")], where=Group([Triple(Var("x"), Placeholder("p", "property", "pq"),
-                                                                   Literal("a", lang="en"), ac="AC2")]), ac="AC1")
+    q = ir.Query(projection=[ir.Var("x", ac="AC1")], where=ir.Group([ir.Triple(ir.Var("x"), ir.Placeholder("p", "property", "pq"),
+                                                                   ir.Literal("a", lang="en"), ac="AC2")]), ac="AC1")
     d = q.to_dict()
     assert d["node"] == "query" and d["ac"] == "AC1"
     triple = d["where"]["items"][0]
@@ -77,23 +43,23 @@ def test_to_dict_tags_every_node_and_keeps_ac() -> None:
 @pytest.mark.parametrize("bad", [{"node": "service", "iri": "x"}, {"node": "var", "name": "x", "extra": 1}, {"x": 1}])
 def test_from_dict_refuses_unknown_nodes_and_fields(bad: dict) -> None:
     with pytest.raises(ValueError):
-        Node.from_dict(bad)
+        ir.Node.from_dict(bad)
 
 
 def test_helpers_walk_placeholders_and_pattern_vars() -> None:
-    sub = Query(projection=[Projection(Aggregate("COUNT", Var("z")), Var("n"))],
-                where=Group([Triple(Var("z"), IRI("http://e/p"), Var("w"))]))
-    g = Group([
-        Triple(Var("a"), Placeholder("p", "property"), Placeholder("e")),
-        Optional(Group([Triple(Var("a"), IRI("http://e/q"), Var("b"))])),
-        Minus(Group([Triple(Var("a"), IRI("http://e/r"), Var("hidden"))])),
-        Union([Group([Bind(Literal("1"), Var("c"))]), Group([Values([Var("d")], [[IRI("http://e/x")]])])]),
-        SubQuery(sub),
-        Filter(BinaryOp("=", Var("f"), Literal("2"))),
+    sub = ir.Query(projection=[ir.Projection(ir.Aggregate("COUNT", ir.Var("z")), ir.Var("n"))],
+                where=ir.Group([ir.Triple(ir.Var("z"), ir.IRI("http://e/p"), ir.Var("w"))]))
+    g = ir.Group([
+        ir.Triple(ir.Var("a"), ir.Placeholder("p", "property"), ir.Placeholder("e")),
+        ir.Optional(ir.Group([ir.Triple(ir.Var("a"), ir.IRI("http://e/q"), ir.Var("b"))])),
+        ir.Minus(ir.Group([ir.Triple(ir.Var("a"), ir.IRI("http://e/r"), ir.Var("hidden"))])),
+        ir.Union([ir.Group([ir.Bind(ir.Literal("1"), ir.Var("c"))]), ir.Group([ir.Values([ir.Var("d")], [[ir.IRI("http://e/x")]])])]),
+        ir.SubQuery(sub),
+        ir.Filter(ir.BinaryOp("=", ir.Var("f"), ir.Literal("2"))),
     ])
-    assert pattern_vars(g) == {"a", "b", "c", "d", "n"}
-    assert [p.name for p in placeholders(g)] == ["p", "e"]
-    assert sum(isinstance(n, Triple) for n in walk(g)) == 4
+    assert ir.pattern_vars(g) == {"a", "b", "c", "d", "n"}
+    assert [p.name for p in ir.placeholders(g)] == ["p", "e"]
+    assert sum(isinstance(n, ir.Triple) for n in ir.walk(g)) == 4
 
 
 # ---- hypothesis: any plan built from the node types survives JSON -----------------------------
@@ -101,53 +67,53 @@ def test_helpers_walk_placeholders_and_pattern_vars() -> None:
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
 acs = st.none() | st.sampled_from(["AC1", "AC2", "AC3"])
 text = st.text(max_size=12)
-iris = st.builds(IRI, st.sampled_from(["http://e/a", "http://www.wikidata.org/entity/Q1"]), ac=acs)
-variables = st.builds(Var, names, ac=acs)
-holders = st.builds(Placeholder, names, st.sampled_from(["entity", "property", "class"]),
+iris = st.builds(ir.IRI, st.sampled_from(["http://e/a", "http://www.wikidata.org/entity/Q1"]), ac=acs)
+variables = st.builds(ir.Var, names, ac=acs)
+holders = st.builds(ir.Placeholder, names, st.sampled_from(["entity", "property", "class"]),
                     st.sampled_from(["", "p", "ps", "pq"]), text, text, st.none() | st.just("http://e/g"), ac=acs)
-literals = st.builds(Literal, text, st.none() | st.just(XSD + "integer"), st.none() | st.just("en"), ac=acs)
+literals = st.builds(ir.Literal, text, st.none() | st.just(XSD + "integer"), st.none() | st.just("en"), ac=acs)
 terms = variables | iris | holders | literals
 paths = st.recursive(iris | holders, lambda inner: st.one_of(
-    st.builds(PathSeq, st.lists(inner, min_size=2, max_size=3), ac=acs),
-    st.builds(PathAlt, st.lists(inner, min_size=2, max_size=3), ac=acs),
-    st.builds(PathInv, inner, ac=acs),
-    st.builds(PathMod, inner, st.sampled_from(["*", "+", "?"]), ac=acs)), max_leaves=4)
+    st.builds(ir.PathSeq, st.lists(inner, min_size=2, max_size=3), ac=acs),
+    st.builds(ir.PathAlt, st.lists(inner, min_size=2, max_size=3), ac=acs),
+    st.builds(ir.PathInv, inner, ac=acs),
+    st.builds(ir.PathMod, inner, st.sampled_from(["*", "+", "?"]), ac=acs)), max_leaves=4)
 exprs = st.recursive(terms, lambda inner: st.one_of(
-    st.builds(BinaryOp, st.sampled_from(["=", "<", "&&", "+"]), inner, inner, ac=acs),
-    st.builds(UnaryOp, st.sampled_from(["!", "-"]), inner, ac=acs),
-    st.builds(Call, st.sampled_from(["LANG", "YEAR", "REGEX"]), st.lists(inner, max_size=2), ac=acs),
-    st.builds(In, inner, st.lists(inner, max_size=2), st.booleans(), ac=acs)), max_leaves=4)
-triples = st.builds(Triple, terms, variables | paths, terms, ac=acs)
+    st.builds(ir.BinaryOp, st.sampled_from(["=", "<", "&&", "+"]), inner, inner, ac=acs),
+    st.builds(ir.UnaryOp, st.sampled_from(["!", "-"]), inner, ac=acs),
+    st.builds(ir.Call, st.sampled_from(["LANG", "YEAR", "REGEX"]), st.lists(inner, max_size=2), ac=acs),
+    st.builds(ir.In, inner, st.lists(inner, max_size=2), st.booleans(), ac=acs)), max_leaves=4)
+triples = st.builds(ir.Triple, terms, variables | paths, terms, ac=acs)
 
 
 def groups_of(items: st.SearchStrategy) -> st.SearchStrategy:
-    return st.builds(Group, st.lists(items, max_size=3), ac=acs)
+    return st.builds(ir.Group, st.lists(items, max_size=3), ac=acs)
 
 
 items = st.recursive(
-    triples | st.builds(Filter, exprs, ac=acs) | st.builds(Bind, exprs, variables, ac=acs)
-    | st.builds(Values, st.lists(variables, min_size=1, max_size=1),
+    triples | st.builds(ir.Filter, exprs, ac=acs) | st.builds(ir.Bind, exprs, variables, ac=acs)
+    | st.builds(ir.Values, st.lists(variables, min_size=1, max_size=1),
                 st.lists(st.lists(st.none() | iris | literals, min_size=1, max_size=1), max_size=2), ac=acs),
     lambda inner: st.one_of(
-        st.builds(Optional, groups_of(inner), ac=acs),
-        st.builds(Minus, groups_of(inner), ac=acs),
-        st.builds(Union, st.lists(groups_of(inner), min_size=2, max_size=3), ac=acs),
-        st.builds(Filter, st.builds(Exists, groups_of(inner), st.booleans(), ac=acs), ac=acs),
-        st.builds(SubQuery, st.builds(Query, st.just("select"), st.lists(variables, max_size=2),
+        st.builds(ir.Optional, groups_of(inner), ac=acs),
+        st.builds(ir.Minus, groups_of(inner), ac=acs),
+        st.builds(ir.Union, st.lists(groups_of(inner), min_size=2, max_size=3), ac=acs),
+        st.builds(ir.Filter, st.builds(ir.Exists, groups_of(inner), st.booleans(), ac=acs), ac=acs),
+        st.builds(ir.SubQuery, st.builds(ir.Query, st.just("select"), st.lists(variables, max_size=2),
                                       where=groups_of(inner), ac=acs), ac=acs)),
     max_leaves=4)
 queries = st.builds(
-    Query, st.sampled_from(["select", "ask", "count"]),
-    st.lists(variables | st.builds(Projection, st.builds(Aggregate, st.just("COUNT"), st.none() | variables,
+    ir.Query, st.sampled_from(["select", "ask", "count"]),
+    st.lists(variables | st.builds(ir.Projection, st.builds(ir.Aggregate, st.just("COUNT"), st.none() | variables,
                                                          st.booleans()), variables), max_size=3),
     st.booleans(), groups_of(items), st.lists(variables, max_size=1), st.just([]),
-    st.lists(st.builds(OrderKey, exprs, st.booleans(), ac=acs), max_size=2),
+    st.lists(st.builds(ir.OrderKey, exprs, st.booleans(), ac=acs), max_size=2),
     st.none() | st.integers(0, 100), st.none() | st.integers(0, 100), ac=acs)
 
 
 @settings(max_examples=150, deadline=None)
 @given(queries)
-def test_generated_plans_roundtrip_through_json(q: Query) -> None:
+def test_generated_plans_roundtrip_through_json(q: ir.Query) -> None:
     back = roundtrip(q)
     assert back == q
     assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(q.to_dict(), sort_keys=True)
@@ -155,12 +121,12 @@ def test_generated_plans_roundtrip_through_json(q: Query) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(queries)
-def test_generated_plans_write_as_sparql_or_report_why(q: Query) -> None:
+def test_generated_plans_write_as_sparql_or_report_why(q: ir.Query) -> None:
     from rdflib.plugins.sparql.parser import parseQuery
 
     from assembler.writer import write_sparql
 
-    mapping = {p.name: "http://e/" + p.name for p in placeholders(q)}
+    mapping = {p.name: "http://e/" + p.name for p in ir.placeholders(q)}
     result = write_sparql(q, "wikidata", mapping)
     assert result.ok == (result.sparql is not None)
     if result.ok:
@@ -172,11 +138,11 @@ def test_generated_plans_write_as_sparql_or_report_why(q: Query) -> None:
 # ---- tree operations -----------------------------------------------------------------------------------
 
 
-def _tree() -> Query:
-    x, y = Var("x", ac="AC2"), Var("y", ac="AC2")
-    return Query(form="select", projection=[Var("x")], where=Group([
-        Triple(x, Placeholder("capital", "property", ac="AC2"), y, ac="AC2"),
-        Filter(BinaryOp("<", Var("y"), Literal("10000", XSD + "integer")), ac="AC3")]))
+def _tree() -> ir.Query:
+    x, y = ir.Var("x", ac="AC2"), ir.Var("y", ac="AC2")
+    return ir.Query(form="select", projection=[ir.Var("x")], where=ir.Group([
+        ir.Triple(x, ir.Placeholder("capital", "property", ac="AC2"), y, ac="AC2"),
+        ir.Filter(ir.BinaryOp("<", ir.Var("y"), ir.Literal("10000", XSD + "integer")), ac="AC3")]))
 
 
 def test_copy_shares_nothing_and_round_trips_equal() -> None:
@@ -189,8 +155,8 @@ def test_copy_shares_nothing_and_round_trips_equal() -> None:
 
 def test_find_all_by_type_in_field_order() -> None:
     q = _tree()
-    assert [v.name for v in q.find_all(Var)] == ["x", "x", "y", "y"]
-    assert [n.name for n in q.find_all(Placeholder, Var)][:3] == ["x", "x", "capital"]
+    assert [v.name for v in q.find_all(ir.Var)] == ["x", "x", "y", "y"]
+    assert [n.name for n in q.find_all(ir.Placeholder, ir.Var)][:3] == ["x", "x", "capital"]
 
 
 def test_transform_is_bottom_up_and_leaves_the_original() -> None:
@@ -198,16 +164,16 @@ def test_transform_is_bottom_up_and_leaves_the_original() -> None:
     before = q.to_dict()
     seen: list[str] = []
 
-    def visit(n: Node) -> Node:
+    def visit(n: ir.Node) -> ir.Node:
         seen.append(n.tag)
         return n
 
     q.transform(visit)
     assert seen[-1] == "query" and seen.index("var") < seen.index("triple") < seen.index("group")
-    renamed = rename(q, lambda n: "l1_" + n, placeholders=True)
-    assert {v.name for v in renamed.find_all(Var, Placeholder)} == {"l1_x", "l1_y", "l1_capital"}
-    tagged = tag_ac(q, lambda ac: f"L1.{ac}" if ac else "L1")
+    renamed = ir.rename(q, lambda n: "l1_" + n, placeholders=True)
+    assert {v.name for v in renamed.find_all(ir.Var, ir.Placeholder)} == {"l1_x", "l1_y", "l1_capital"}
+    tagged = ir.tag_ac(q, lambda ac: f"L1.{ac}" if ac else "L1")
     assert tagged.where.items[1].ac == "L1.AC3" and tagged.ac == "L1"
-    swapped = substitute(q, lambda n: IRI("http://www.wikidata.org/entity/Q1") if isinstance(n, Var) and n.name == "y" else None)
-    assert swapped.where.items[0].o == IRI("http://www.wikidata.org/entity/Q1") and not [v for v in swapped.find_all(Var) if v.name == "y"]
+    swapped = ir.substitute(q, lambda n: ir.IRI("http://www.wikidata.org/entity/Q1") if isinstance(n, ir.Var) and n.name == "y" else None)
+    assert swapped.where.items[0].o == ir.IRI("http://www.wikidata.org/entity/Q1") and not [v for v in swapped.find_all(ir.Var) if v.name == "y"]
     assert q.to_dict() == before  # every rewrite returned a new tree

@@ -10,26 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from assembler.plan import (
-    Aggregate,
-    Exists,
-    Filter,
-    Minus,
-    Node,
-    Optional,
-    PathAlt,
-    PathInv,
-    PathMod,
-    PathSeq,
-    Placeholder,
-    Query,
-    SubQuery,
-    Triple,
-    Union,
-    Values,
-    Var,
-    walk,
-)
+from assembler import plan as ir
 from eval.loaders_sparql import mask_opaque, prepare_gold_sparql
 from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.profiles import PROFILES, RDF, RDFS, KBProfile, get_profile
@@ -67,7 +48,7 @@ class DecomposeResult:
 
     gold_sparql: str | None  # the gold as decomposed: prefixes added, label service handled
     desq_text: str | None = None
-    plan: Query | None = None
+    plan: ir.Query | None = None
     grounding: list[GroundingEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
@@ -92,7 +73,7 @@ class DecomposeResult:
     @classmethod
     def from_dict(cls, d: dict) -> DecomposeResult:
         return cls(d.get("gold_sparql"), d.get("desq_text"),
-                   Query.from_json_dict(d["plan"]) if d.get("plan") else None,
+                   ir.Query.from_json_dict(d["plan"]) if d.get("plan") else None,
                    [GroundingEntry.from_dict(g) for g in d.get("grounding") or []], list(d.get("notes") or []),
                    d.get("error"), d.get("shape", "unsupported"), d.get("profile", "wikidata"))
 
@@ -106,9 +87,9 @@ class _Placeholders:
     def __init__(self, profile: KBProfile):
         self.profile = profile
         self.entries: dict[tuple[str, str], GroundingEntry] = {}  # (group, uri) → entry
-        self.nodes: list[tuple[Placeholder, tuple[str, str]]] = []
+        self.nodes: list[tuple[ir.Placeholder, tuple[str, str]]] = []
 
-    def make(self, iri: str, position: str) -> Node:
+    def make(self, iri: str, position: str) -> ir.Node:
         role = ""
         if position == "predicate":
             direct, role = self.profile.canonical_property(iri)
@@ -123,7 +104,7 @@ class _Placeholders:
             entry = self.entries[key] = GroundingEntry("", kind, "", "", uri)
         elif kind == "class" and entry.kind == "entity":
             entry.kind = "class"
-        node = Placeholder("", kind=entry.kind, role=role)
+        node = ir.Placeholder("", kind=entry.kind, role=role)
         self.nodes.append((node, key))
         return node
 
@@ -300,27 +281,27 @@ def decompose(gold_sparql: str, profile: str | KBProfile = "wikidata",
     return result
 
 
-def _verbaliser(plan: Query, prof: KBProfile, grounding: list[GroundingEntry]) -> Verbaliser:
+def _verbaliser(plan: ir.Query, prof: KBProfile, grounding: list[GroundingEntry]) -> Verbaliser:
     by_uri = {g.uri: g.name for g in grounding if g.kind == "property"}
     types = {by_uri[u] for u in (prof.type_predicate, RDF + "type") if u in by_uri}
     subs = {by_uri[u] for u in (prof.subclass_predicate, RDFS + "subClassOf") if u in by_uri}
     return Verbaliser(types, subs)
 
 
-def _rename_vars(plan: Query) -> None:
+def _rename_vars(plan: ir.Query) -> None:
     """Variables → ?var1, ?var2, … in order of first appearance (projection first)."""
     names: dict[str, str] = {}
-    for node in walk(plan):
-        if isinstance(node, Var):
+    for node in ir.walk(plan):
+        if isinstance(node, ir.Var):
             node.name = names.setdefault(node.name, f"var{len(names) + 1}")
 
 
-def _stamp(node: Node, ac: str) -> None:
-    for n in walk(node):
+def _stamp(node: ir.Node, ac: str) -> None:
+    for n in ir.walk(node):
         n.ac = ac
 
 
-def _assign_acs(plan: Query, say: Verbaliser) -> list[Constraint]:
+def _assign_acs(plan: ir.Query, say: Verbaliser) -> list[Constraint]:
     """AC1 is the query form; then one AC per top-level pattern item; then one for the modifiers."""
     for part in (plan.projection, plan.group_by, plan.having):
         for n in part:
@@ -345,35 +326,35 @@ def _assign_acs(plan: Query, say: Verbaliser) -> list[Constraint]:
 # ---- shapes ---------------------------------------------------------------------------------
 
 
-def shape_of(plan: Query) -> str:
+def shape_of(plan: ir.Query) -> str:
     """A short name for the coverage table; the first that applies wins."""
     inner = plan.where.items
-    if plan.form == "select" and len(inner) == 1 and isinstance(inner[0], SubQuery):
+    if plan.form == "select" and len(inner) == 1 and isinstance(inner[0], ir.SubQuery):
         return shape_of(inner[0].query)  # GrailQA wraps every query in `SELECT (?x AS ?value) { SELECT … }`
-    nodes = list(walk(plan.where)) + list(walk(plan.projection))
+    nodes = list(ir.walk(plan.where)) + list(ir.walk(plan.projection))
     kinds = {type(n) for n in nodes}
-    roles = {n.role for n in nodes if isinstance(n, Placeholder)}
+    roles = {n.role for n in nodes if isinstance(n, ir.Placeholder)}
     if plan.form == "ask":
         return "ask"
     if plan.form == "count":
         return "count"
     if roles & {"p", "ps", "pq"}:
         return "qualifier"
-    checks = [(Union, "union"), (Minus, "minus"), (Optional, "optional"), (SubQuery, "subquery")]
+    checks = [(ir.Union, "union"), (ir.Minus, "minus"), (ir.Optional, "optional"), (ir.SubQuery, "subquery")]
     for cls, name in checks:
         if cls in kinds:
             return name
-    if any(isinstance(n, Exists) and n.negated for n in nodes):
+    if any(isinstance(n, ir.Exists) and n.negated for n in nodes):
         return "minus"
-    if kinds & {PathSeq, PathAlt, PathInv, PathMod}:
+    if kinds & {ir.PathSeq, ir.PathAlt, ir.PathInv, ir.PathMod}:
         return "path"
     if plan.order_by or plan.limit is not None:
         return "order-limit"
-    if Aggregate in kinds or plan.group_by:
+    if ir.Aggregate in kinds or plan.group_by:
         return "aggregate"
-    if Filter in kinds:
+    if ir.Filter in kinds:
         return "filter"
-    if Values in kinds:
+    if ir.Values in kinds:
         return "values"
-    n = sum(1 for x in nodes if isinstance(x, Triple))
+    n = sum(1 for x in nodes if isinstance(x, ir.Triple))
     return "1-hop" if n <= 1 else "2-hop" if n == 2 else "multi-hop"

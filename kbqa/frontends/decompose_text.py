@@ -2,34 +2,7 @@
 
 from __future__ import annotations
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    BinaryOp,
-    Bind,
-    Call,
-    Exists,
-    Filter,
-    Group,
-    In,
-    Literal,
-    Minus,
-    Node,
-    Optional,
-    PathAlt,
-    PathInv,
-    PathMod,
-    PathSeq,
-    Placeholder,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    UnaryOp,
-    Union,
-    Values,
-    Var,
-)
+from assembler import plan as ir
 
 _OPS = {"=": "is", "!=": "is not", "<": "is less than", ">": "is greater than", "<=": "is at most",
         ">=": "is at least", "&&": "and", "||": "or", "+": "plus", "-": "minus", "*": "times", "/": "divided by"}
@@ -52,58 +25,58 @@ class Verbaliser:
         self.subclass_names = subclass_names or set()
 
     # ---- terms -----------------------------------------------------------------------------
-    def term(self, n: Node | None) -> str:
+    def term(self, n: ir.Node | None) -> str:
         if n is None:
             return "nothing"
-        if isinstance(n, Var):
+        if isinstance(n, ir.Var):
             return "?" + n.name
-        if isinstance(n, Placeholder):
+        if isinstance(n, ir.Placeholder):
             return n.label or n.name
-        if isinstance(n, Literal):
+        if isinstance(n, ir.Literal):
             if n.datatype and not n.lang and n.datatype.endswith(("integer", "decimal", "double", "boolean")):
                 return n.value
             return f'"{n.value}"' + (f"@{n.lang}" if n.lang else "")
-        if isinstance(n, IRI):
+        if isinstance(n, ir.IRI):
             return n.value
-        if isinstance(n, PathSeq):
+        if isinstance(n, ir.PathSeq):
             return " then ".join(self.term(i) for i in n.items)
-        if isinstance(n, PathAlt):
+        if isinstance(n, ir.PathAlt):
             return " or ".join(self.term(i) for i in n.items)
-        if isinstance(n, PathInv):
+        if isinstance(n, ir.PathInv):
             return f"inverse {self.term(n.item)}"
-        if isinstance(n, PathMod):
+        if isinstance(n, ir.PathMod):
             return self.term(n.item) + _MODS.get(n.mod, n.mod)
         return self.expr(n)
 
-    def expr(self, n: Node) -> str:
-        if isinstance(n, BinaryOp):
+    def expr(self, n: ir.Node) -> str:
+        if isinstance(n, ir.BinaryOp):
             return f"{self.expr(n.left)} {_OPS.get(n.op, n.op)} {self.expr(n.right)}"
-        if isinstance(n, UnaryOp):
+        if isinstance(n, ir.UnaryOp):
             return f"not ({self.expr(n.arg)})" if n.op == "!" else f"{n.op}{self.expr(n.arg)}"
-        if isinstance(n, Call):
+        if isinstance(n, ir.Call):
             args = [self.expr(a) for a in n.args]
             template = _CALLS.get(n.name.upper())
             if template and template.count("{") <= len(args):
                 return template.format(*args)
             return f"{n.name}({', '.join(args)})"
-        if isinstance(n, In):
+        if isinstance(n, ir.In):
             return f"{self.expr(n.expr)} is {'not ' if n.negated else ''}one of " + ", ".join(
                 self.expr(i) for i in n.items)
-        if isinstance(n, Exists):
+        if isinstance(n, ir.Exists):
             inner = "; ".join(self.item(i) for i in n.group.items)
             return f"there is {'no ' if n.negated else ''}match for ({inner})"
-        if isinstance(n, Aggregate):
+        if isinstance(n, ir.Aggregate):
             arg = "all results" if n.arg is None else self.expr(n.arg)
             return f"{_AGGS.get(n.name, n.name.lower())} {'distinct ' if n.distinct else ''}{arg}"
-        if isinstance(n, Projection):
+        if isinstance(n, ir.Projection):
             return f"{self.expr(n.expr)} (as ?{n.var.name})"
         return self.term(n)
 
     # ---- patterns --------------------------------------------------------------------------
-    def triple(self, t: Triple) -> str:
+    def triple(self, t: ir.Triple) -> str:
         s, o = self.term(t.s), self.term(t.o)
         p = t.p
-        if isinstance(p, Placeholder):
+        if isinstance(p, ir.Placeholder):
             label = p.label or p.name
             if p.name in self.type_names and not p.role:
                 return f"{s} is an instance of {o}"
@@ -116,53 +89,53 @@ class Verbaliser:
             if p.role == "pq":
                 return f"statement {s} has the qualifier {label} {o}"
             return f"{s} has {label} {o}"
-        if isinstance(p, Var):
+        if isinstance(p, ir.Var):
             return f"{s} is related to {o} by some property ?{p.name}"
         return f"{s} is connected to {o} by {self.term(p)}"
 
-    def item(self, n: Node) -> str:
-        if isinstance(n, Triple):
+    def item(self, n: ir.Node) -> str:
+        if isinstance(n, ir.Triple):
             return self.triple(n)
-        if isinstance(n, Filter):
+        if isinstance(n, ir.Filter):
             return f"keep only results where {self.expr(n.expr)}"
-        if isinstance(n, Optional):
+        if isinstance(n, ir.Optional):
             return "optionally, " + self.items(n.group)
-        if isinstance(n, Minus):
+        if isinstance(n, ir.Minus):
             return "exclude results where " + self.items(n.group)
-        if isinstance(n, Union):
+        if isinstance(n, ir.Union):
             return "either " + " or ".join(f"({self.items(g)})" for g in n.groups)
-        if isinstance(n, Values):
+        if isinstance(n, ir.Values):
             names = " ".join("?" + v.name for v in n.vars)
             rows = ", ".join(" ".join(self.term(t) for t in row) for row in n.rows)
             return f"{names} is one of {rows}"
-        if isinstance(n, Bind):
+        if isinstance(n, ir.Bind):
             return f"?{n.var.name} is {self.expr(n.expr)}"
-        if isinstance(n, SubQuery):
+        if isinstance(n, ir.SubQuery):
             return f"from a sub-query: {self.head(n.query)}; {self.items(n.query.where)}" + (
                 f"; {self.modifiers(n.query)}" if self.modifiers(n.query) else "")
-        if isinstance(n, Group):
+        if isinstance(n, ir.Group):
             return self.items(n)
         return self.expr(n)
 
-    def items(self, g: Group) -> str:
+    def items(self, g: ir.Group) -> str:
         return "; ".join(self.item(i) for i in g.items) or "nothing"
 
     # ---- the query form and modifiers -------------------------------------------------------
-    def head(self, q: Query) -> str:
+    def head(self, q: ir.Query) -> str:
         if q.form == "ask":
             return "we need to know whether the following constraints hold"
         if not q.projection:
             return "we need every variable of the constraints" + (" (distinct)" if q.distinct else "")
         parts = []
         for p in q.projection:
-            if isinstance(p, Projection) and isinstance(p.expr, Var):
+            if isinstance(p, ir.Projection) and isinstance(p.expr, ir.Var):
                 parts.append(f"?{p.expr.name} (as ?{p.var.name})")
             else:
                 parts.append(self.expr(p))
         listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         return "we need " + ("distinct " if q.distinct and q.form != "count" else "") + listed
 
-    def modifiers(self, q: Query) -> str:
+    def modifiers(self, q: ir.Query) -> str:
         bits = []
         if q.group_by:
             bits.append("grouped by " + ", ".join(self.expr(k) for k in q.group_by))

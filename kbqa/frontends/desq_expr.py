@@ -9,21 +9,7 @@ from __future__ import annotations
 
 import re
 
-from assembler.plan import (
-    AGGREGATES,
-    IRI,
-    Aggregate,
-    BinaryOp,
-    Call,
-    Exists,
-    Group,
-    In,
-    Literal,
-    Node,
-    Placeholder,
-    UnaryOp,
-    Var,
-)
+from assembler import plan as ir
 from assembler.writer import BUILTIN_ARITY, BUILTINS, CASTS
 from kb_dumps.profiles import FREEBASE_NS, WIKIDATA_PREFIXES, XSD, KBProfile
 from kbqa.frontends.desq_tokens import Token, tokenize, unquote
@@ -112,14 +98,14 @@ class ExprParser:
         if self.depth > _MAX_DEPTH:
             self.error(f"nesting deeper than {_MAX_DEPTH} levels")
 
-    def binary(self, op: str, left: Node, right: Node) -> BinaryOp:
+    def binary(self, op: str, left: ir.Node, right: ir.Node) -> ir.BinaryOp:
         self.operators += 1
         if self.operators > _MAX_OPERATORS:
             self.error(f"more than {_MAX_OPERATORS} operators in one fragment; split the condition, or use "
                        "IN (…) for a list of values")
-        return BinaryOp(op, left, right, ac=self.ac)
+        return ir.BinaryOp(op, left, right, ac=self.ac)
 
-    def parse_term(self) -> Node:
+    def parse_term(self) -> ir.Node:
         t = self.tok
         if t.kind == "VAR":
             return self.var(self.next())
@@ -130,21 +116,21 @@ class ExprParser:
                 raise FragmentError(
                     f"placeholder [{t.name[:40]}] must be an identifier like [capital_city]; "
                     "put the label in the GROUNDING block", t.line)
-            return Placeholder(name, role=t.role, ac=self.ac)
+            return ir.Placeholder(name, role=t.role, ac=self.ac)
         if t.kind in ("PNAME", "IRIREF"):
             self.next()
-            return IRI(self.expand(t), ac=self.ac)
+            return ir.IRI(self.expand(t), ac=self.ac)
         if t.kind in ("STRING", "STRING_LONG"):
             self.next()
             value = unquote(t.text)
             if self.tok.kind == "LANGTAG":
-                return Literal(value, lang=self.next().text[1:], ac=self.ac)
+                return ir.Literal(value, lang=self.next().text[1:], ac=self.ac)
             if self.accept("^^"):
                 dt = self.next()
                 if dt.kind not in ("PNAME", "IRIREF"):
                     raise FragmentError(f"expected a datatype IRI after ^^, found {dt.text[:40]!r}", dt.line)
-                return Literal(value, datatype=self.expand(dt), ac=self.ac)
-            return Literal(value, ac=self.ac)
+                return ir.Literal(value, datatype=self.expand(dt), ac=self.ac)
+            return ir.Literal(value, ac=self.ac)
         sign = ""
         if t.kind == "OP" and t.text in ("-", "+") and self.peek().kind == "NUMBER":
             sign = self.next().text.replace("+", "")
@@ -153,10 +139,10 @@ class ExprParser:
             self.next()
             text = t.text
             dt = "double" if "e" in text.lower() else "decimal" if "." in text else "integer"
-            return Literal(sign + text, datatype=XSD + dt, ac=self.ac)
+            return ir.Literal(sign + text, datatype=XSD + dt, ac=self.ac)
         if t.kind == "NAME" and t.text.lower() in ("true", "false"):
             self.next()
-            return Literal(t.text.lower(), datatype=XSD + "boolean", ac=self.ac)
+            return ir.Literal(t.text.lower(), datatype=XSD + "boolean", ac=self.ac)
         self.error(f"expected a variable, placeholder, IRI or literal, found {self.describe()}")
         raise AssertionError  # unreachable
 
@@ -170,11 +156,11 @@ class ExprParser:
                 f"{', '.join(sorted(KNOWN_PREFIXES))}", t.line)
         return KNOWN_PREFIXES[prefix] + local
 
-    def var(self, t: Token) -> Var:
-        return Var(t.text[1:], ac=self.ac)
+    def var(self, t: Token) -> ir.Var:
+        return ir.Var(t.text[1:], ac=self.ac)
 
     # ---- expressions -----------------------------------------------------------------------
-    def parse_bracketed(self) -> Node:
+    def parse_bracketed(self) -> ir.Node:
         self.enter()
         self.expect("(")
         expr = self.parse_expr()
@@ -182,19 +168,19 @@ class ExprParser:
         self.depth -= 1
         return expr
 
-    def parse_expr(self) -> Node:
+    def parse_expr(self) -> ir.Node:
         left = self.parse_and()
         while self.accept("||"):
             left = self.binary("||", left, self.parse_and())
         return left
 
-    def parse_and(self) -> Node:
+    def parse_and(self) -> ir.Node:
         left = self.parse_relational()
         while self.accept("&&"):
             left = self.binary("&&", left, self.parse_relational())
         return left
 
-    def parse_relational(self) -> Node:
+    def parse_relational(self) -> ir.Node:
         left = self.parse_additive()
         if self.tok.kind == "OP" and self.tok.text in ("=", "!=", "<", ">", "<=", ">="):
             op = self.next().text
@@ -204,36 +190,36 @@ class ExprParser:
             self.next()
             negated = True
         if self.accept("IN"):
-            return In(left, self.parse_arg_list(), negated, ac=self.ac)
+            return ir.In(left, self.parse_arg_list(), negated, ac=self.ac)
         return left
 
-    def parse_additive(self) -> Node:
+    def parse_additive(self) -> ir.Node:
         left = self.parse_multiplicative()
         while self.tok.kind == "OP" and self.tok.text in ("+", "-"):
             op = self.next().text
             left = self.binary(op, left, self.parse_multiplicative())
         return left
 
-    def parse_multiplicative(self) -> Node:
+    def parse_multiplicative(self) -> ir.Node:
         left = self.parse_unary()
         while self.tok.kind == "OP" and self.tok.text in ("*", "/"):
             op = self.next().text
             left = self.binary(op, left, self.parse_unary())
         return left
 
-    def parse_unary(self) -> Node:
+    def parse_unary(self) -> ir.Node:
         if self.tok.kind == "OP" and self.tok.text in ("!", "-", "+") and self.peek().kind != "NUMBER":
             op = self.next().text
             self.enter()
             arg = self.parse_unary()
             self.depth -= 1
-            return UnaryOp(op, arg, ac=self.ac)
+            return ir.UnaryOp(op, arg, ac=self.ac)
         return self.parse_primary()
 
-    def parse_arg_list(self) -> list[Node]:
+    def parse_arg_list(self) -> list[ir.Node]:
         self.enter()
         self.expect("(")
-        args: list[Node] = []
+        args: list[ir.Node] = []
         if not self.at(")"):
             args.append(self.parse_expr())
             while self.accept(","):
@@ -242,18 +228,18 @@ class ExprParser:
         self.depth -= 1
         return args
 
-    def parse_exists(self) -> Exists:
+    def parse_exists(self) -> ir.Exists:
         negated = self.accept("NOT")
         self.expect("EXISTS")
-        return Exists(self.parse_braced_group(), negated, ac=self.ac)
+        return ir.Exists(self.parse_braced_group(), negated, ac=self.ac)
 
-    def parse_primary(self) -> Node:
+    def parse_primary(self) -> ir.Node:
         t = self.tok
         if self.at("("):
             return self.parse_bracketed()
         if t.kind == "NAME" and t.upper in ("NOT", "EXISTS"):
             return self.parse_exists()
-        if t.kind == "NAME" and t.upper in AGGREGATES:
+        if t.kind == "NAME" and t.upper in ir.AGGREGATES:
             return self.parse_aggregate()
         if t.kind == "NAME" and t.text.lower() not in ("true", "false"):
             if t.upper not in BUILTINS:
@@ -264,15 +250,15 @@ class ExprParser:
             if not low <= len(args) <= high:
                 raise FragmentError(f"{t.upper} takes {low}" + (f" to {high}" if high != low else "")
                                     + f" arguments, got {len(args)}", t.line)
-            return Call(t.upper, args, ac=self.ac)
+            return ir.Call(t.upper, args, ac=self.ac)
         if t.kind == "PNAME" and t.text.startswith("xsd:") and self.peek().kind == "OP" and self.peek().text == "(":
             if t.text[4:] not in CASTS:
                 self.error(f"unknown cast {t.text[:30]}")
             self.next()
-            return Call(t.text, self.parse_arg_list(), ac=self.ac)
+            return ir.Call(t.text, self.parse_arg_list(), ac=self.ac)
         return self.parse_term()
 
-    def parse_aggregate(self) -> Aggregate:
+    def parse_aggregate(self) -> ir.Aggregate:
         name = self.next().upper
         self.enter()
         self.expect("(")
@@ -287,7 +273,7 @@ class ExprParser:
             separator = unquote(self.next().text)
         self.expect(")", f"to close {name}(")
         self.depth -= 1
-        return Aggregate(name, arg, distinct, separator, ac=self.ac)
+        return ir.Aggregate(name, arg, distinct, separator, ac=self.ac)
 
-    def parse_braced_group(self) -> Group:
+    def parse_braced_group(self) -> ir.Group:
         raise NotImplementedError  # provided by FragmentParser (EXISTS { … } needs group patterns)

@@ -10,28 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    Bind,
-    Filter,
-    Group,
-    Minus,
-    Node,
-    Optional,
-    OrderKey,
-    PathAlt,
-    PathInv,
-    PathMod,
-    PathSeq,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    Union,
-    Values,
-    Var,
-)
+from assembler import plan as ir
 from kb_dumps.profiles import RDF
 from kbqa.frontends.desq_expr import KNOWN_PREFIXES, ExprParser, FragmentError
 
@@ -43,11 +22,11 @@ _MODIFIERS = {"GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET"}
 class Fragment:
     """What one fragment contributed: an optional head, modifiers, and pattern items."""
 
-    head: Query | None = None
-    items: list[Node] = field(default_factory=list)
-    group_by: list[Node] = field(default_factory=list)
-    having: list[Node] = field(default_factory=list)
-    order_by: list[OrderKey] = field(default_factory=list)
+    head: ir.Query | None = None
+    items: list[ir.Node] = field(default_factory=list)
+    group_by: list[ir.Node] = field(default_factory=list)
+    having: list[ir.Node] = field(default_factory=list)
+    order_by: list[ir.OrderKey] = field(default_factory=list)
     limit: int | None = None
     offset: int | None = None
 
@@ -71,8 +50,8 @@ class FragmentParser(ExprParser):
                     frag.items.append(item)
         return frag
 
-    def parse_head(self) -> Query:
-        q = Query(ac=self.ac)
+    def parse_head(self) -> ir.Query:
+        q = ir.Query(ac=self.ac)
         if self.accept("ASK"):
             q.form = "ask"
         else:
@@ -84,14 +63,14 @@ class FragmentParser(ExprParser):
                     q.projection.append(self.parse_projection())
                 if not q.projection:
                     self.error(f"SELECT needs variables or (COUNT(?v) AS ?n), found {self.describe()}")
-            if (len(q.projection) == 1 and isinstance(q.projection[0], Projection)
-                    and isinstance(q.projection[0].expr, Aggregate) and q.projection[0].expr.name == "COUNT"):
+            if (len(q.projection) == 1 and isinstance(q.projection[0], ir.Projection)
+                    and isinstance(q.projection[0].expr, ir.Aggregate) and q.projection[0].expr.name == "COUNT"):
                 q.form = "count"
         if self.accept("WHERE") or self.at("{"):
             q.where = self.parse_braced_group()
         return q
 
-    def parse_projection(self) -> Node:
+    def parse_projection(self) -> ir.Node:
         if self.tok.kind == "VAR":
             return self.var(self.next())
         self.expect("(")
@@ -101,7 +80,7 @@ class FragmentParser(ExprParser):
             self.error(f"expected a variable after AS, found {self.describe()}")
         var = self.var(self.next())
         self.expect(")")
-        return Projection(expr, var, ac=self.ac)
+        return ir.Projection(expr, var, ac=self.ac)
 
     def parse_modifier(self, frag: Fragment) -> None:
         word = self.next().upper
@@ -118,11 +97,11 @@ class FragmentParser(ExprParser):
             while True:
                 if self.at("ASC", "DESC"):
                     desc = self.next().upper == "DESC"
-                    frag.order_by.append(OrderKey(self.parse_bracketed(), desc, ac=self.ac))
+                    frag.order_by.append(ir.OrderKey(self.parse_bracketed(), desc, ac=self.ac))
                 elif self.tok.kind == "VAR":
-                    frag.order_by.append(OrderKey(self.var(self.next()), ac=self.ac))
+                    frag.order_by.append(ir.OrderKey(self.var(self.next()), ac=self.ac))
                 elif self.at("("):
-                    frag.order_by.append(OrderKey(self.parse_bracketed(), ac=self.ac))
+                    frag.order_by.append(ir.OrderKey(self.parse_bracketed(), ac=self.ac))
                 else:
                     break
             if not frag.order_by:
@@ -137,15 +116,15 @@ class FragmentParser(ExprParser):
                 frag.offset = value
 
     # ---- group graph patterns -------------------------------------------------------------
-    def parse_braced_group(self) -> Group:
+    def parse_braced_group(self) -> ir.Group:
         self.enter()
         self.expect("{")
         if self.at("SELECT"):
             sub = self.parse_subquery()
             self.expect("}", "to close the sub-query")
             self.depth -= 1
-            return Group([sub], ac=self.ac)
-        group = Group(ac=self.ac)
+            return ir.Group([sub], ac=self.ac)
+        group = ir.Group(ac=self.ac)
         while not self.at("}"):
             if self.tok.kind == "EOF":
                 self.error("unbalanced braces: '{' is never closed")
@@ -158,16 +137,16 @@ class FragmentParser(ExprParser):
         self.depth -= 1
         return group
 
-    def parse_subquery(self) -> SubQuery:
+    def parse_subquery(self) -> ir.SubQuery:
         q = self.parse_head()
         frag = Fragment()
         while self.tok.kind == "NAME" and self.tok.upper in _MODIFIERS:
             self.parse_modifier(frag)
         q.group_by, q.having, q.order_by = frag.group_by, frag.having, frag.order_by
         q.limit, q.offset = frag.limit, frag.offset
-        return SubQuery(q, ac=self.ac)
+        return ir.SubQuery(q, ac=self.ac)
 
-    def parse_item(self) -> Node | None:
+    def parse_item(self) -> ir.Node | None:
         t = self.tok
         if t.kind == "OP" and t.text == ".":
             self.next()
@@ -182,14 +161,14 @@ class FragmentParser(ExprParser):
         if word == "FILTER":
             self.next()
             if self.at("NOT", "EXISTS"):
-                return Filter(self.parse_exists(), ac=self.ac)
-            return Filter(self.parse_constraint(), ac=self.ac)
+                return ir.Filter(self.parse_exists(), ac=self.ac)
+            return ir.Filter(self.parse_constraint(), ac=self.ac)
         if word == "OPTIONAL":
             self.next()
-            return Optional(self.parse_braced_group(), ac=self.ac)
+            return ir.Optional(self.parse_braced_group(), ac=self.ac)
         if word == "MINUS":
             self.next()
-            return Minus(self.parse_braced_group(), ac=self.ac)
+            return ir.Minus(self.parse_braced_group(), ac=self.ac)
         if word == "BIND":
             self.next()
             self.expect("(")
@@ -199,7 +178,7 @@ class FragmentParser(ExprParser):
                 self.error(f"expected a variable after AS, found {self.describe()}")
             var = self.var(self.next())
             self.expect(")")
-            return Bind(expr, var, ac=self.ac)
+            return ir.Bind(expr, var, ac=self.ac)
         if word == "VALUES":
             self.next()
             return self.parse_values()
@@ -210,14 +189,14 @@ class FragmentParser(ExprParser):
             while self.accept("UNION"):
                 groups.append(self.parse_braced_group())
             if len(groups) > 1:
-                return Union(groups, ac=self.ac)
+                return ir.Union(groups, ac=self.ac)
             g = groups[0]
-            if len(g.items) == 1 and isinstance(g.items[0], SubQuery):
+            if len(g.items) == 1 and isinstance(g.items[0], ir.SubQuery):
                 return g.items[0]
             return g
         return self.parse_triples()
 
-    def parse_constraint(self) -> Node:
+    def parse_constraint(self) -> ir.Node:
         if self.at("("):
             return self.parse_bracketed()
         if self.tok.kind == "NAME":
@@ -225,8 +204,8 @@ class FragmentParser(ExprParser):
         self.error(f"FILTER needs '(' or a function call, found {self.describe()}")
         raise AssertionError  # unreachable: error() raises
 
-    def parse_values(self) -> Values:
-        names: list[Var] = []
+    def parse_values(self) -> ir.Values:
+        names: list[ir.Var] = []
         if self.tok.kind == "VAR":
             names.append(self.var(self.next()))
             single = True
@@ -237,7 +216,7 @@ class FragmentParser(ExprParser):
                 names.append(self.var(self.next()))
             self.expect(")")
         self.expect("{", "to open the VALUES rows")
-        rows: list[list[Node | None]] = []
+        rows: list[list[ir.Node | None]] = []
         while not self.at("}"):
             if self.tok.kind == "EOF":
                 self.error("unbalanced braces: VALUES '{' is never closed")
@@ -245,7 +224,7 @@ class FragmentParser(ExprParser):
                 rows.append([self.parse_value_term()])
                 continue
             self.expect("(", "to open a VALUES row")
-            row: list[Node | None] = []
+            row: list[ir.Node | None] = []
             while not self.at(")"):
                 if self.tok.kind == "EOF":
                     self.error("a VALUES row '(' is never closed")
@@ -255,24 +234,24 @@ class FragmentParser(ExprParser):
                 self.error(f"VALUES row has {len(row)} entries for {len(names)} variables")
             rows.append(row)
         self.next()
-        return Values(names, rows, ac=self.ac)
+        return ir.Values(names, rows, ac=self.ac)
 
-    def parse_value_term(self) -> Node | None:
+    def parse_value_term(self) -> ir.Node | None:
         if self.accept("UNDEF"):
             return None
         term = self.parse_term()
-        if isinstance(term, Var):
+        if isinstance(term, ir.Var):
             self.error("VALUES rows hold IRIs, placeholders or literals, not variables")
         return term
 
     # ---- triples ---------------------------------------------------------------------------
-    def parse_triples(self) -> Node:
+    def parse_triples(self) -> ir.Node:
         subject = self.parse_term()
-        triples: list[Node] = []
+        triples: list[ir.Node] = []
         while True:
             pred = self.parse_verb()
             while True:
-                triples.append(Triple(subject, pred, self.parse_term(), ac=self.ac))
+                triples.append(ir.Triple(subject, pred, self.parse_term(), ac=self.ac))
                 if not self.accept(","):
                     break
             if self.accept(";"):
@@ -281,26 +260,26 @@ class FragmentParser(ExprParser):
                 continue
             break
         self.accept(".")
-        return triples[0] if len(triples) == 1 else Group(triples, ac=self.ac)
+        return triples[0] if len(triples) == 1 else ir.Group(triples, ac=self.ac)
 
-    def parse_verb(self) -> Node:
+    def parse_verb(self) -> ir.Node:
         if self.tok.kind == "VAR":
             return self.var(self.next())
         return self.parse_path_alt()
 
-    def parse_path_alt(self) -> Node:
+    def parse_path_alt(self) -> ir.Node:
         items = [self.parse_path_seq()]
         while self.accept("|"):
             items.append(self.parse_path_seq())
-        return items[0] if len(items) == 1 else PathAlt(items, ac=self.ac)
+        return items[0] if len(items) == 1 else ir.PathAlt(items, ac=self.ac)
 
-    def parse_path_seq(self) -> Node:
+    def parse_path_seq(self) -> ir.Node:
         items = [self.parse_path_elt()]
         while self.accept("/"):
             items.append(self.parse_path_elt())
-        return items[0] if len(items) == 1 else PathSeq(items, ac=self.ac)
+        return items[0] if len(items) == 1 else ir.PathSeq(items, ac=self.ac)
 
-    def parse_path_elt(self) -> Node:
+    def parse_path_elt(self) -> ir.Node:
         inverse = self.accept("^")
         if self.accept("("):
             self.enter()
@@ -309,14 +288,14 @@ class FragmentParser(ExprParser):
             self.depth -= 1
         elif self.tok.kind == "NAME" and self.tok.text == "a":
             self.next()
-            item = IRI(RDF + "type", ac=self.ac)
+            item = ir.IRI(RDF + "type", ac=self.ac)
         elif self.tok.kind in ("PLACEHOLDER", "PNAME", "IRIREF"):
             item = self.parse_term()
         else:
             self.error(f"expected a predicate (placeholder, IRI or ?var), found {self.describe()}")
         if self.tok.kind == "OP" and self.tok.text in ("*", "+", "?"):
-            item = PathMod(item, self.next().text, ac=self.ac)
-        return PathInv(item, ac=self.ac) if inverse else item
+            item = ir.PathMod(item, self.next().text, ac=self.ac)
+        return ir.PathInv(item, ac=self.ac) if inverse else item
 
 
 def parse_fragment(text: str, ac: str | None) -> Fragment:

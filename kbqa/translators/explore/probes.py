@@ -6,117 +6,101 @@ a store refusing it would say); the caller runs it within its own time limit."""
 
 from __future__ import annotations
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    Bind,
-    Call,
-    Filter,
-    Group,
-    Literal,
-    Node,
-    OrderKey,
-    Projection,
-    Query,
-    Triple,
-    Union,
-    Values,
-    Var,
-)
+from assembler import plan as ir
 from assembler.writer import write_sparql
 from kb_dumps.profiles import XSD, KBProfile
 
 _IRIS = KBProfile()  # full IRIs and the standard prefixes only
 
 
-def _text(q: Query) -> str | None:
+def _text(q: ir.Query) -> str | None:
     return write_sparql(q, _IRIS, rename_vars=False).sparql
 
 
-def _count(var: Var | None, name: str, *, distinct: bool = False) -> Projection:
-    return Projection(Aggregate("COUNT", var, distinct=distinct), Var(name))
+def _count(var: ir.Var | None, name: str, *, distinct: bool = False) -> ir.Projection:
+    return ir.Projection(ir.Aggregate("COUNT", var, distinct=distinct), ir.Var(name))
 
 
-def _int(n: int) -> Literal:
-    return Literal(str(n), datatype=XSD + "integer")
+def _int(n: int) -> ir.Literal:
+    return ir.Literal(str(n), datatype=XSD + "integer")
 
 
 def is_a(item: str, type_predicate: str, cls: str) -> str | None:
     """ASK: is `item` of class `cls`?"""
-    return _text(Query("ask", where=Group([Triple(IRI(item), IRI(type_predicate), IRI(cls))])))
+    return _text(ir.Query("ask", where=ir.Group([ir.Triple(ir.IRI(item), ir.IRI(type_predicate), ir.IRI(cls))])))
 
 
 def has_fact(item: str, prop: str, *, subject: bool) -> str | None:
     """ASK: does `item` have `prop` (as subject), or is it the object of `prop`?"""
-    t = Triple(IRI(item), IRI(prop), Var("o")) if subject else Triple(Var("s"), IRI(prop), IRI(item))
-    return _text(Query("ask", where=Group([t])))
+    t = ir.Triple(ir.IRI(item), ir.IRI(prop), ir.Var("o")) if subject else ir.Triple(ir.Var("s"), ir.IRI(prop), ir.IRI(item))
+    return _text(ir.Query("ask", where=ir.Group([t])))
 
 
 def uses(items: list[str]) -> str | None:
     """How many triples point at each of `items` (?x, ?n)."""
-    q = Query("select", [Var("x"), _count(Var("s"), "n")],
-              where=Group([Values([Var("x")], [[IRI(i)] for i in items]), Triple(Var("s"), Var("p"), Var("x"))]),
-              group_by=[Var("x")])
+    q = ir.Query("select", [ir.Var("x"), _count(ir.Var("s"), "n")],
+              where=ir.Group([ir.Values([ir.Var("x")], [[ir.IRI(i)] for i in items]), ir.Triple(ir.Var("s"), ir.Var("p"), ir.Var("x"))]),
+              group_by=[ir.Var("x")])
     return _text(q)
 
 
 def items_named(type_predicate: str, cls: str, word: str) -> str | None:
     """How many items of `cls` have `word` in their IRI (?n)."""
-    contains = Call("CONTAINS", [Call("LCASE", [Call("STR", [Var("x")])]), Literal(word)])
-    q = Query("count", [_count(Var("x"), "n")],
-              where=Group([Triple(Var("x"), IRI(type_predicate), IRI(cls)), Filter(contains)]))
+    contains = ir.Call("CONTAINS", [ir.Call("LCASE", [ir.Call("STR", [ir.Var("x")])]), ir.Literal(word)])
+    q = ir.Query("count", [_count(ir.Var("x"), "n")],
+              where=ir.Group([ir.Triple(ir.Var("x"), ir.IRI(type_predicate), ir.IRI(cls)), ir.Filter(contains)]))
     return _text(q)
 
 
 def linking_predicates(item: str, limit: int) -> str | None:
     """The predicates that point at `item`, most used first (?p, ?n)."""
-    q = Query("select", [Var("p"), _count(None, "n")], where=Group([Triple(Var("x"), Var("p"), IRI(item))]),
-              group_by=[Var("p")], order_by=[OrderKey(Var("n"), True)], limit=limit)
+    q = ir.Query("select", [ir.Var("p"), _count(None, "n")], where=ir.Group([ir.Triple(ir.Var("x"), ir.Var("p"), ir.IRI(item))]),
+              group_by=[ir.Var("p")], order_by=[ir.OrderKey(ir.Var("n"), True)], limit=limit)
     return _text(q)
 
 
 def classes_pointing_at(item: str, type_predicate: str, limit: int) -> str | None:
     """The classes of what points at `item`, most first (?c, ?n)."""
-    q = Query("select", [Var("c"), _count(Var("x"), "n")],
-              where=Group([Triple(Var("x"), Var("p"), IRI(item)), Triple(Var("x"), IRI(type_predicate), Var("c"))]),
-              group_by=[Var("c")], order_by=[OrderKey(Var("n"), True)], limit=limit)
+    q = ir.Query("select", [ir.Var("c"), _count(ir.Var("x"), "n")],
+              where=ir.Group([ir.Triple(ir.Var("x"), ir.Var("p"), ir.IRI(item)), ir.Triple(ir.Var("x"), ir.IRI(type_predicate), ir.Var("c"))]),
+              group_by=[ir.Var("c")], order_by=[ir.OrderKey(ir.Var("n"), True)], limit=limit)
     return _text(q)
 
 
 def paths_to_class(entity: str, type_predicate: str, cls: str, limit: int) -> str | None:
     """How `entity` meets class `cls` (?p, ?d): it is one (d 2), an item points at it (d 1), it points at an
     item (d 0)."""
-    def typed(x: Node) -> Triple:
-        return Triple(x, IRI(type_predicate), IRI(cls))
+    def typed(x: ir.Node) -> ir.Triple:
+        return ir.Triple(x, ir.IRI(type_predicate), ir.IRI(cls))
 
-    union = Union([
-        Group([typed(IRI(entity)), Bind(_int(2), Var("d")), Bind(IRI(type_predicate), Var("p"))]),
-        Group([typed(Var("x")), Triple(Var("x"), Var("p"), IRI(entity)), Bind(_int(1), Var("d"))]),
-        Group([typed(Var("x")), Triple(IRI(entity), Var("p"), Var("x")), Bind(_int(0), Var("d"))]),
+    union = ir.Union([
+        ir.Group([typed(ir.IRI(entity)), ir.Bind(_int(2), ir.Var("d")), ir.Bind(ir.IRI(type_predicate), ir.Var("p"))]),
+        ir.Group([typed(ir.Var("x")), ir.Triple(ir.Var("x"), ir.Var("p"), ir.IRI(entity)), ir.Bind(_int(1), ir.Var("d"))]),
+        ir.Group([typed(ir.Var("x")), ir.Triple(ir.IRI(entity), ir.Var("p"), ir.Var("x")), ir.Bind(_int(0), ir.Var("d"))]),
     ])
-    return _text(Query("select", [Var("p"), Var("d")], distinct=True, where=Group([union]), limit=limit))
+    return _text(ir.Query("select", [ir.Var("p"), ir.Var("d")], distinct=True, where=ir.Group([union]), limit=limit))
 
 
 def shared_predicates(a: str, b: str, limit: int) -> str | None:
     """The predicates both items have (?p)."""
-    q = Query("select", [Var("p")], distinct=True,
-              where=Group([Triple(IRI(a), Var("p"), Var("a")), Triple(IRI(b), Var("p"), Var("b"))]), limit=limit)
+    q = ir.Query("select", [ir.Var("p")], distinct=True,
+              where=ir.Group([ir.Triple(ir.IRI(a), ir.Var("p"), ir.Var("a")), ir.Triple(ir.IRI(b), ir.Var("p"), ir.Var("b"))]), limit=limit)
     return _text(q)
 
 
 def edges(item: str, limit: int) -> str | None:
     """`item`'s predicates in each direction with their use (?p, ?d: 1 out of it, 0 into it, ?n)."""
-    union = Union([Group([Triple(IRI(item), Var("p"), Var("o")), Bind(_int(1), Var("d"))]),
-                   Group([Triple(Var("o"), Var("p"), IRI(item)), Bind(_int(0), Var("d"))])])
-    q = Query("select", [Var("p"), Var("d"), _count(None, "n")], where=Group([union]),
-              group_by=[Var("p"), Var("d")], limit=limit)
+    union = ir.Union([ir.Group([ir.Triple(ir.IRI(item), ir.Var("p"), ir.Var("o")), ir.Bind(_int(1), ir.Var("d"))]),
+                   ir.Group([ir.Triple(ir.Var("o"), ir.Var("p"), ir.IRI(item)), ir.Bind(_int(0), ir.Var("d"))])])
+    q = ir.Query("select", [ir.Var("p"), ir.Var("d"), _count(None, "n")], where=ir.Group([union]),
+              group_by=[ir.Var("p"), ir.Var("d")], limit=limit)
     return _text(q)
 
 
 def column_spread(preds: list[str], type_predicate: str, cls: str) -> str | None:
     """For each of `preds` on the items of `cls`: its different values and its uses (?p, ?n, ?m)."""
-    q = Query("select", [Var("p"), _count(Var("o"), "n", distinct=True), _count(Var("x"), "m")],
-              where=Group([Values([Var("p")], [[IRI(p)] for p in preds]),
-                           Triple(Var("x"), IRI(type_predicate), IRI(cls)), Triple(Var("x"), Var("p"), Var("o"))]),
-              group_by=[Var("p")])
+    q = ir.Query("select", [ir.Var("p"), _count(ir.Var("o"), "n", distinct=True), _count(ir.Var("x"), "m")],
+              where=ir.Group([ir.Values([ir.Var("p")], [[ir.IRI(p)] for p in preds]),
+                           ir.Triple(ir.Var("x"), ir.IRI(type_predicate), ir.IRI(cls)), ir.Triple(ir.Var("x"), ir.Var("p"), ir.Var("o"))]),
+              group_by=[ir.Var("p")])
     return _text(q)

@@ -3,20 +3,7 @@ the set of its `rdfs:subPropertyOf` sub-properties; the patterns, the query and 
 
 from __future__ import annotations
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    BinaryOp,
-    Call,
-    Filter,
-    Node,
-    OrderKey,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    Var,
-)
+from assembler import plan as ir
 from grounding.schema import SUB_PROPERTY_OF
 from kbqa.translators.explore.lower.patterns import Body, Writer, constraint_patterns, number, select
 from kbqa.translators.explore.query import Graph
@@ -25,7 +12,7 @@ from kbqa.translators.explore.query import Graph
 MAJORITY = 0.5
 
 
-def write_group(w: Writer, g: Graph) -> tuple[Body, Query, str]:
+def write_group(w: Writer, g: Graph) -> tuple[Body, ir.Query, str]:
     """Patterns, the query (no WHERE yet) and the first sentence of a property-group graph."""
     schema = w.schema
     if g.parts:
@@ -36,10 +23,10 @@ def write_group(w: Writer, g: Graph) -> tuple[Body, Query, str]:
     body.extend(_members(w, g.pred_set or "", w.vars[()], pvar, value))
     fn = g.aggs[0][0]
     group_label = (schema.groups or {}).get(g.pred_set or "", {}).get("label", "group")
-    agg = Projection(Aggregate(fn, value), Var("agg1"))
+    agg = ir.Projection(ir.Aggregate(fn, value), ir.Var("agg1"))
     if g.group and g.order is not None:
         q = select([pvar, agg], [])
-        q.group_by, q.order_by, q.limit = [pvar], [OrderKey(Var("agg1"), g.order[1], ac="AC1")], g.limit or 1
+        q.group_by, q.order_by, q.limit = [pvar], [ir.OrderKey(ir.Var("agg1"), g.order[1], ac="AC1")], g.limit or 1
         first = (f"we need the {group_label} attribute with the {'highest' if g.order[1] else 'lowest'} "
                  f"{_fn_word(fn)} value")
     elif g.group:
@@ -52,14 +39,14 @@ def write_group(w: Writer, g: Graph) -> tuple[Body, Query, str]:
     return body, q, first
 
 
-def _members(w: Writer, group: str, item: Var, pvar: Var, value: Var) -> Body:
+def _members(w: Writer, group: str, item: ir.Var, pvar: ir.Var, value: ir.Var) -> Body:
     """`item pvar value` where pvar is a sub-property of the group and the value a number."""
     sub = w.term("property", SUB_PROPERTY_OF, "sub property of")
-    return [("the attribute is one of the group", [Triple(pvar, sub, _group_iri(group))]),
-            ("the item has a numeric value of the attribute", [Triple(item, pvar, value), _numeric(value)])]
+    return [("the attribute is one of the group", [ir.Triple(pvar, sub, _group_iri(group))]),
+            ("the item has a numeric value of the attribute", [ir.Triple(item, pvar, value), _numeric(value)])]
 
 
-def _write_compared(w: Writer, g: Graph) -> tuple[Body, Query, str]:
+def _write_compared(w: Writer, g: Graph) -> tuple[Body, ir.Query, str]:
     a, b = (p.conds[0].value for p in g.parts)
     ta, tb = w.value(a), w.value(b)  # type: ignore[arg-type]
     w.term("property", SUB_PROPERTY_OF, "sub property of")  # its grounding line after the two items'
@@ -68,41 +55,41 @@ def _write_compared(w: Writer, g: Graph) -> tuple[Body, Query, str]:
     if g.combine and g.combine.startswith("share"):
         op = g.combine[len("share"):]
         p, x, y, q = w.new_var(), w.new_var(), w.new_var(), w.new_var()
-        beats: list[Node] = [Triple(p, _sub(w), _group_iri(grp)), Triple(ta, p, x), Triple(tb, p, y),
-                             Filter(BinaryOp(op, x, y))]
+        beats: list[ir.Node] = [ir.Triple(p, _sub(w), _group_iri(grp)), ir.Triple(ta, p, x), ir.Triple(tb, p, y),
+                             ir.Filter(ir.BinaryOp(op, x, y))]
         body: Body = [
             (f"the number of attributes of the group on which {a.label} is {_more(op)} than {b.label}",
-             [SubQuery(select([Projection(Aggregate("COUNT", p), names[0])], beats))]),
+             [ir.SubQuery(select([ir.Projection(ir.Aggregate("COUNT", p), names[0])], beats))]),
             ("the number of attributes of the group",
-             [SubQuery(select([Projection(Aggregate("COUNT", q), names[1])], [Triple(q, _sub(w), _group_iri(grp))]))]),
+             [ir.SubQuery(select([ir.Projection(ir.Aggregate("COUNT", q), names[1])], [ir.Triple(q, _sub(w), _group_iri(grp))]))]),
             ("the first is more than half of the second",
-             [Filter(BinaryOp(">", BinaryOp("/", names[0], names[1]), number(str(MAJORITY))))])]
-        return body, Query("ask"), f"we need to know whether {a.label} is {_more(op)} on most attributes of the group"
+             [ir.Filter(ir.BinaryOp(">", ir.BinaryOp("/", names[0], names[1]), number(str(MAJORITY))))])]
+        return body, ir.Query("ask"), f"we need to know whether {a.label} is {_more(op)} on most attributes of the group"
     fn = g.parts[0].aggs[0][0]
     body = []
     for term, t, name in ((ta, a, names[0]), (tb, b, names[1])):
         p, v = w.new_var(), w.new_var()
-        items: list[Node] = [Triple(p, _sub(w), _group_iri(grp)), Triple(term, p, v), _numeric(v)]
+        items: list[ir.Node] = [ir.Triple(p, _sub(w), _group_iri(grp)), ir.Triple(term, p, v), _numeric(v)]
         body.append((f"the {_fn_word(fn)} of the group's values of {t.label}",  # type: ignore[union-attr]
-                     [SubQuery(select([Projection(Aggregate(fn, v), name)], items))]))
+                     [ir.SubQuery(select([ir.Projection(ir.Aggregate(fn, v), name)], items))]))
     op = g.combine or ">"
-    body.append((f"the first is {_more(op)} than the second", [Filter(BinaryOp(op, names[0], names[1]))]))
-    return body, Query("ask"), "we need to know whether the first number is " + ("greater" if op == ">" else "smaller")
+    body.append((f"the first is {_more(op)} than the second", [ir.Filter(ir.BinaryOp(op, names[0], names[1]))]))
+    return body, ir.Query("ask"), "we need to know whether the first number is " + ("greater" if op == ">" else "smaller")
 
 
-def _sub(w: Writer) -> Node:
+def _sub(w: Writer) -> ir.Node:
     """The sub-property placeholder (a new node for each use: a Plan shares no node)."""
     return w.term("property", SUB_PROPERTY_OF, "sub property of")
 
 
-def _numeric(value: Var) -> Filter:
-    return Filter(Call("ISNUMERIC", [value]))
+def _numeric(value: ir.Var) -> ir.Filter:
+    return ir.Filter(ir.Call("ISNUMERIC", [value]))
 
 
-def _group_iri(group: str) -> IRI:
+def _group_iri(group: str) -> ir.IRI:
     # written as the IRI the search confirmed, not a placeholder: DeSQ allows property placeholders only as
     # predicates, and here the super-property is the object of `rdfs:subPropertyOf`
-    return IRI(group)
+    return ir.IRI(group)
 
 
 def _more(op: str) -> str:

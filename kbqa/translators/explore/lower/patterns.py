@@ -8,59 +8,41 @@ from __future__ import annotations
 
 import re
 
-from assembler.plan import (
-    IRI,
-    Aggregate,
-    BinaryOp,
-    Call,
-    Exists,
-    Filter,
-    Group,
-    In,
-    Literal,
-    Node,
-    OrderKey,
-    Placeholder,
-    Projection,
-    Query,
-    SubQuery,
-    Triple,
-    Var,
-)
+from assembler import plan as ir
 from grounding.schema import SchemaMemory, readable_name
 from grounding.text import normalize
 from kb_dumps.profiles import XSD
 from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
 
 # (sentence, the Plan items that say it): one atomic constraint each
-Body = list[tuple[str, list[Node]]]
+Body = list[tuple[str, list[ir.Node]]]
 
 
-def number(text: str) -> Literal:
+def number(text: str) -> ir.Literal:
     """A number as the DeSQ reader types it: double with an exponent, decimal with a point, else integer."""
     bare = text.lstrip("+-")
     dt = "double" if "e" in bare.lower() else "decimal" if "." in bare else "integer"
-    return Literal(text.replace("+", ""), datatype=XSD + dt)
+    return ir.Literal(text.replace("+", ""), datatype=XSD + dt)
 
 
-def literal(t: Term) -> Literal:
+def literal(t: Term) -> ir.Literal:
     if t.kind == "number":
         return number(t.value)
-    return Literal(t.value, datatype=t.datatype if t.datatype and not t.datatype.endswith("#string") else None)
+    return ir.Literal(t.value, datatype=t.datatype if t.datatype and not t.datatype.endswith("#string") else None)
 
 
-def select(projection: list[Node], where: list[Node], *, distinct: bool = False) -> Query:
+def select(projection: list[ir.Node], where: list[ir.Node], *, distinct: bool = False) -> ir.Query:
     """A SELECT; one COUNT alone makes it the `count` form, as the DeSQ reader has it."""
-    q = Query("select", projection, distinct, Group(where))
-    if len(projection) == 1 and isinstance(projection[0], Projection) and \
-            isinstance(projection[0].expr, Aggregate) and projection[0].expr.name == "COUNT":
+    q = ir.Query("select", projection, distinct, ir.Group(where))
+    if len(projection) == 1 and isinstance(projection[0], ir.Projection) and \
+            isinstance(projection[0].expr, ir.Aggregate) and projection[0].expr.name == "COUNT":
         q.form = "count"
     return q
 
 
-def aggregate(fn: str, target: Var) -> Aggregate:
+def aggregate(fn: str, target: ir.Var) -> ir.Aggregate:
     """`COUNT_DISTINCT` counts the different values at its path ("how many different countries")."""
-    return Aggregate("COUNT", target, distinct=True) if fn == "COUNT_DISTINCT" else Aggregate(fn, target)
+    return ir.Aggregate("COUNT", target, distinct=True) if fn == "COUNT_DISTINCT" else ir.Aggregate(fn, target)
 
 
 class Writer:
@@ -69,11 +51,11 @@ class Writer:
 
     def __init__(self, g: Graph, schema: SchemaMemory):
         self.g, self.schema = g, schema
-        self.vars: dict[Path, Var] = {(): Var("var1")}
-        self.slots: dict[tuple[str, str], Placeholder] = {}  # (kind, iri) -> its placeholder, in first-use order
+        self.vars: dict[Path, ir.Var] = {(): ir.Var("var1")}
+        self.slots: dict[tuple[str, str], ir.Placeholder] = {}  # (kind, iri) -> its placeholder, in first-use order
         self.n = 1
 
-    def term(self, kind: str, iri: str, label: str = "") -> Placeholder:
+    def term(self, kind: str, iri: str, label: str = "") -> ir.Placeholder:
         key = (kind, iri)
         if key not in self.slots:
             # a DeSQ placeholder name is ASCII ([A-Za-z_][A-Za-z0-9_]*): accents stripped, the rest dropped
@@ -85,10 +67,10 @@ class Writer:
             k, cand = 2, name
             while cand in used:
                 cand, k = f"{name}_{k}", k + 1
-            self.slots[key] = Placeholder(cand, kind, label=label or readable_name(iri),
+            self.slots[key] = ir.Placeholder(cand, kind, label=label or readable_name(iri),
                                           description=self._describe(kind, iri), guessed_uri=iri)
         p = self.slots[key]
-        return Placeholder(p.name, p.kind, label=p.label, description=p.description, guessed_uri=p.guessed_uri)
+        return ir.Placeholder(p.name, p.kind, label=p.label, description=p.description, guessed_uri=p.guessed_uri)
 
     def _describe(self, kind: str, iri: str) -> str:
         if kind == "class":
@@ -106,18 +88,18 @@ class Writer:
         info = self.schema.predicates.get(p)
         return info.label if info else readable_name(p)
 
-    def new_var(self) -> Var:
+    def new_var(self) -> ir.Var:
         self.n += 1
-        return Var(f"var{self.n}")
+        return ir.Var(f"var{self.n}")
 
-    def step(self, cur: Node, step: Step, nxt: Node) -> Triple:
+    def step(self, cur: ir.Node, step: Step, nxt: ir.Node) -> ir.Triple:
         p = self.term("property", step.pred, self.pred_label(step.pred))
-        return Triple(cur, p, nxt) if step.forward else Triple(nxt, p, cur)
+        return ir.Triple(cur, p, nxt) if step.forward else ir.Triple(nxt, p, cur)
 
-    def walk(self, path: Path, scoped: dict[Path, Var] | None = None) -> tuple[Var, list[Node]]:
+    def walk(self, path: Path, scoped: dict[Path, ir.Var] | None = None) -> tuple[ir.Var, list[ir.Node]]:
         """The variable at the end of `path` and the triples that reach it (shared prefixes reuse variables)."""
         table = self.vars if scoped is None else scoped
-        triples: list[Node] = []
+        triples: list[ir.Node] = []
         cur = table[()] if () in table else self.vars[()]
         for i in range(1, len(path) + 1):
             prefix = path[:i]
@@ -129,10 +111,10 @@ class Writer:
             table[prefix], cur = nxt, nxt
         return cur, triples
 
-    def type_triple(self, var: Var, cls: str) -> Triple:
-        return Triple(var, IRI(self.schema.type_predicate), self.term("class", cls, self.schema.class_label(cls)))
+    def type_triple(self, var: ir.Var, cls: str) -> ir.Triple:
+        return ir.Triple(var, ir.IRI(self.schema.type_predicate), self.term("class", cls, self.schema.class_label(cls)))
 
-    def value(self, t: Term) -> Node:
+    def value(self, t: Term) -> ir.Node:
         if t.kind == "iri":
             return self.term("entity", t.value, t.label)
         return literal(t)
@@ -146,12 +128,12 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
         body.append((f"the {focus_label} is a {focus_label}", [w.type_triple(focus, g.focus_class)]))
     for c in g.conds:
         if c.negated:
-            scoped: dict[Path, Var] = {(): focus}
+            scoped: dict[Path, ir.Var] = {(): focus}
             end, triples = w.walk(c.path, scoped)
             tail = _cond_tail(w, c, end, triples, scoped)
             # the triple holding the constant first: the store then starts the NOT EXISTS from it
             inner = list(reversed(triples)) + tail
-            body.append((_say_cond(w, c, focus_label), [Filter(Exists(Group(inner), negated=True))]))
+            body.append((_say_cond(w, c, focus_label), [ir.Filter(ir.Exists(ir.Group(inner), negated=True))]))
             continue
         end, triples = w.walk(c.path)
         fragment = triples + _cond_tail(w, c, end, triples, w.vars)
@@ -160,46 +142,46 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
     return body
 
 
-def graph_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
+def graph_patterns(w: Writer, g: Graph) -> tuple[Body, ir.Query]:
     """Patterns (sentence, items) and the query (head and solution modifiers, no WHERE yet) of a one-focus graph."""
     focus_label = w.schema.class_label(g.focus_class) if g.focus_class else "answer"
     focus = w.vars[()]
     body = constraint_patterns(w, g, focus_label)
-    cols: list[Var] = []
+    cols: list[ir.Var] = []
     for path in g.answer:
         end, triples = w.walk(path)
         cols.append(end)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-    agg_cols: list[Node] = []
+    agg_cols: list[ir.Node] = []
     for i, (fn, path) in enumerate(g.aggs):
         target = focus
         if path:
             target, triples = w.walk(path)
             if triples:
                 body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-        agg_cols.append(Projection(aggregate(fn, target), Var(f"agg{i + 1}")))
-    having: list[Node] = []
+        agg_cols.append(ir.Projection(aggregate(fn, target), ir.Var(f"agg{i + 1}")))
+    having: list[ir.Node] = []
     if g.having is not None:
         op, value, hpath = g.having
         counted, triples = w.walk(hpath)
         if triples:
             body.append((f"the {focus_label} has {_say_path(w, hpath)}", triples))
-        having = [BinaryOp(op, Aggregate("COUNT", counted), number(f"{value:g}"))]
-    order: list[OrderKey] = []
+        having = [ir.BinaryOp(op, ir.Aggregate("COUNT", counted), number(f"{value:g}"))]
+    order: list[ir.OrderKey] = []
     if g.order is not None:
         path, desc = g.order
         if path is None:
-            key = Var("agg1")
+            key = ir.Var("agg1")
         else:
             key, triples = w.walk(path)
             if triples:
                 body.append((f"the {focus_label} has {_say_path(w, path)}", triples))
-        order = [OrderKey(key, desc, ac="AC1")]
+        order = [ir.OrderKey(key, desc, ac="AC1")]
     if g.form == "ask":
-        q = Query("ask")
+        q = ir.Query("ask")
     else:
-        shown: list[Node] = agg_cols if g.aggs and not g.group else [*cols, *agg_cols]
+        shown: list[ir.Node] = agg_cols if g.aggs and not g.group else [*cols, *agg_cols]
         q = select(shown, [], distinct=bool(g.distinct and not g.aggs))
     if (g.group and g.aggs) or having:
         q.group_by = list(cols)
@@ -207,10 +189,10 @@ def graph_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
     return body, q
 
 
-def combined_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
+def combined_patterns(w: Writer, g: Graph) -> tuple[Body, ir.Query]:
     """Two aggregates, each a sub-SELECT over its own constraints, combined by a percentage or a comparison."""
     body: Body = []
-    names: list[Var] = []
+    names: list[ir.Var] = []
     for part in g.parts:
         w.vars = {(): w.new_var()}
         label = w.schema.class_label(part.focus_class) if part.focus_class else "answer"
@@ -219,19 +201,19 @@ def combined_patterns(w: Writer, g: Graph) -> tuple[Body, Query]:
         target, walk = w.walk(path) if path else (w.vars[()], [])
         name = w.new_var()
         names.append(name)
-        agg = Aggregate(fn, target, distinct=fn == "COUNT" and not path)
+        agg = ir.Aggregate(fn, target, distinct=fn == "COUNT" and not path)
         items = [t for _, ts in inner for t in ts] + walk
         sentence = say_form(w, part, label).removeprefix("we need ")
         if inner:
             sentence += " such that " + " and ".join(s for s, _ in inner)
-        body.append((sentence, [SubQuery(select([Projection(agg, name)], items))]))
-    w.vars = {(): Var("var1")}
+        body.append((sentence, [ir.SubQuery(select([ir.Projection(agg, name)], items))]))
+    w.vars = {(): ir.Var("var1")}
     if g.combine == "percent":
-        ratio = BinaryOp("*", BinaryOp("/", names[0], names[1]), number("100"))
-        return body, select([Projection(ratio, Var("agg1"))], [])
+        ratio = ir.BinaryOp("*", ir.BinaryOp("/", names[0], names[1]), number("100"))
+        return body, select([ir.Projection(ratio, ir.Var("agg1"))], [])
     body.append((f"the first is {'more' if g.combine == '>' else 'less'} than the second",
-                 [Filter(BinaryOp(g.combine or ">", names[0], names[1]))]))
-    return body, Query("ask")
+                 [ir.Filter(ir.BinaryOp(g.combine or ">", names[0], names[1]))]))
+    return body, ir.Query("ask")
 
 
 def say_combined(w: Writer, g: Graph) -> str:
@@ -240,19 +222,19 @@ def say_combined(w: Writer, g: Graph) -> str:
     return "we need to know whether the first number is " + ("greater" if g.combine == ">" else "smaller")
 
 
-def _cond_tail(w: Writer, c: Cond, end: Var, triples: list[Node], table: dict[Path, Var]) -> list[Node]:
+def _cond_tail(w: Writer, c: Cond, end: ir.Var, triples: list[ir.Node], table: dict[Path, ir.Var]) -> list[ir.Node]:
     """Put the compared value in: an IRI or exact literal replaces the end variable (which is then no
     longer shared with other paths); others are FILTERs."""
     if c.versus_average is not None:
         item = w.new_var()
-        inner: list[Node] = [w.type_triple(item, c.versus_average)]
-        cur: Node = item
+        inner: list[ir.Node] = [w.type_triple(item, c.versus_average)]
+        cur: ir.Node = item
         for step in c.path:
             nxt = w.new_var()
             inner.append(w.step(cur, step, nxt))
             cur = nxt
         avg = w.new_var()
-        return [SubQuery(select([Projection(Aggregate("AVG", cur), avg)], inner)), Filter(BinaryOp(c.op, end, avg))]
+        return [ir.SubQuery(select([ir.Projection(ir.Aggregate("AVG", cur), avg)], inner)), ir.Filter(ir.BinaryOp(c.op, end, avg))]
     if c.other is not None:
         start, path = c.other
         cur, out = w.value(start), []
@@ -260,7 +242,7 @@ def _cond_tail(w: Writer, c: Cond, end: Var, triples: list[Node], table: dict[Pa
             nxt = w.new_var()
             out.append(w.step(cur, step, nxt))
             cur = nxt
-        return out + [Filter(BinaryOp(c.op, end, cur))]
+        return out + [ir.Filter(ir.BinaryOp(c.op, end, cur))]
     if c.value is None or c.op == "exists":
         return []
     if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
@@ -268,17 +250,17 @@ def _cond_tail(w: Writer, c: Cond, end: Var, triples: list[Node], table: dict[Pa
         table.pop(c.path, None)
         return []
     if c.op == "contains":
-        text = Call("LCASE", [Call("STR", [end])])
-        return [Filter(Call("CONTAINS", [text, Literal(c.value.value.lower())]))]
+        text = ir.Call("LCASE", [ir.Call("STR", [end])])
+        return [ir.Filter(ir.Call("CONTAINS", [text, ir.Literal(c.value.value.lower())]))]
     if c.op == "in":
-        return [Filter(In(end, [w.value(t) for t in c.values]))]
-    return [Filter(BinaryOp(c.op, end, w.value(c.value)))]
+        return [ir.Filter(ir.In(end, [w.value(t) for t in c.values]))]
+    return [ir.Filter(ir.BinaryOp(c.op, end, w.value(c.value)))]
 
 
-def _replace_var(triple: Node, var: Var, term: Node) -> Node:
-    assert isinstance(triple, Triple)
-    same = (lambda n: isinstance(n, Var) and n.name == var.name)  # noqa: E731
-    return Triple(term if same(triple.s) else triple.s, term if same(triple.p) else triple.p,
+def _replace_var(triple: ir.Node, var: ir.Var, term: ir.Node) -> ir.Node:
+    assert isinstance(triple, ir.Triple)
+    same = (lambda n: isinstance(n, ir.Var) and n.name == var.name)  # noqa: E731
+    return ir.Triple(term if same(triple.s) else triple.s, term if same(triple.p) else triple.p,
                   term if same(triple.o) else triple.o)
 
 
