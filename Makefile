@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.installed-core
 
-.PHONY: test-adversarial test-fast demo test install install-core lint samples bench clean browser llama
+.PHONY: test-adversarial test-fast demo test install install-core lint samples bench clean browser llama virtuoso
 
 $(CORE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,12 +43,16 @@ lint: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the report test will be skipped"; }
 
+# Debian's Virtuoso 7 (virtuoso-t, isql-vt) for tests/test_endpoint_virtuoso.py and bench/endpoint_large.py.
+virtuoso:
+	@command -v virtuoso-t >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq virtuoso-opensource >/dev/null) || echo "note: virtuoso-opensource not installed; the Virtuoso endpoint test will be skipped"; }
+
 # llama-cpp-python, built once from source with portable CPU flags (skipped when a working build is there).
 llama: $(STAMP)
 	scripts/install_llama_cpp.sh
 
 # lint-imports: the import contracts of pyproject.toml (layers, no cycles, the engine never imports its faces).
-test: $(STAMP) browser llama
+test: $(STAMP) browser llama virtuoso
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q

@@ -20,6 +20,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -29,10 +30,14 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from kb_dumps.endpoint_settings import (
+    PARTIAL_RESULT_HEADERS,
+    SERVER_ROW_CAP_HEADER,
+    TIMEOUT_ERROR_MARKERS,
     Dialect,
     EndpointSettings,
     RateLimiter,
     detect_dialect,
+    dialect_of_server,
     kbqa_version,
 )
 from kb_dumps.json_types import JsonObject
@@ -80,6 +85,10 @@ class EndpointStore:
         cfg = settings or EndpointSettings()
         self.url = url
         self.dialect = detect_dialect(url, dialect)
+        # a `generic` endpoint becomes its engine's dialect from the first answer's Server header
+        self._auto_dialect = dialect is None and self.dialect.name == "generic"
+        # the server's own row cap, once an answer was cut by it (Virtuoso's ResultSetMaxRows)
+        self.server_row_cap: int | None = None
         self.timeout_s, self.row_cap = timeout_s, row_cap
         self.headers = {**cfg.headers, **(headers or {})}
         self.user_agent = user_agent or cfg.user_agent or f"kbqa/{kbqa_version()} (SPARQLWrapper; knowledge-graph QA)"
@@ -129,7 +138,7 @@ class EndpointStore:
         while True:
             self._check_breaker()
             try:
-                status, ctype, body = self._attempt(sent, form, deadline, timeout)
+                status, ctype, body, server_cap = self._attempt(sent, form, deadline, timeout)
                 break
             except _Retry as e:
                 self._count(e.reason)
@@ -140,6 +149,8 @@ class EndpointStore:
                 self.stats.retries += 1
                 time.sleep(delay)
         result = self._convert(form, ctype, body, cap if capped else None)
+        if server_cap is not None and form != "ask":
+            result.truncated = True  # the server cut it: never a complete answer, whatever the row count
         with self._lock:
             self._down_until = 0.0
             self.stats.seconds += time.monotonic() - t0
@@ -171,7 +182,8 @@ class EndpointStore:
         # so that the status, Retry-After and the server's error text survive for retries and messages.
         return w._createRequest()
 
-    def _attempt(self, query: str, form: str, deadline: float, budget: float) -> tuple[int, str, bytes]:
+    def _attempt(self, query: str, form: str, deadline: float, budget: float) -> tuple[int, str, bytes, int | None]:
+        """(status, content type, body, the server's row cap when it cut the answer)."""
         self.limiter.wait(deadline)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -189,9 +201,15 @@ class EndpointStore:
                     if not chunk:
                         break
                     chunks.append(chunk)
-                return resp.status, resp.headers.get("Content-Type", ""), b"".join(chunks)
+                server_cap = self._read_headers(resp.headers, budget)
+                return resp.status, resp.headers.get("Content-Type", ""), b"".join(chunks), server_cap
         except urllib.error.HTTPError as e:
             text = _error_text(e)
+            self._identify(e.headers)
+            if any(m in text for m in TIMEOUT_ERROR_MARKERS):  # the engine's own time limit stopped it
+                raise self._timeout(budget, f" (the engine stopped it: {text[:120]})") from None
+            if self.dialect.query_error and re.search(self.dialect.query_error, text):
+                raise QueryError(f"the endpoint refused the query (HTTP {e.code}): {text}") from None
             if e.code in _RETRY_STATUS:
                 raise _Retry(f"HTTP {e.code} {e.reason}{': ' + text if text else ''}", "http", e.code,
                              _retry_after(e.headers.get("Retry-After"))) from None
@@ -213,10 +231,44 @@ class EndpointStore:
         except (http.client.HTTPException, ConnectionError, OSError) as e:
             raise _Retry(f"the connection failed ({type(e).__name__}: {e})", "unreachable") from None
 
+    def _read_headers(self, headers: http.client.HTTPMessage, budget: float) -> int | None:
+        """The engine (from `Server:`), a partial answer (raised as a timeout) and the server's row cap."""
+        self._identify(headers)
+        for name, states in PARTIAL_RESULT_HEADERS.items():
+            value = headers.get(name)
+            if value and any(value.startswith(s) for s in states):
+                self._count("partial")
+                raise self._timeout(budget, f" and sent partial results ({name}: {value}); they are not an answer")
+        cap = headers.get(SERVER_ROW_CAP_HEADER, "").strip()
+        if cap.isdigit():
+            with self._lock:
+                self.server_row_cap = int(cap)
+            return int(cap)
+        return None
+
+    def _identify(self, headers: http.client.HTTPMessage | None) -> None:
+        if self._auto_dialect and headers is not None:
+            found = dialect_of_server(headers.get("Server", ""))
+            if found is not None:
+                self.dialect = found
+            self._auto_dialect = False
+
+    def identify(self) -> Dialect:
+        """The endpoint's dialect, asking it once (`ASK {}`) when none was named and no answer came yet: what a
+        client pages by (Virtuoso's sorted-row limit) must be known before the first page."""
+        if self._auto_dialect:
+            self.query("ASK {}")
+        return self.dialect
+
+    def page_limit(self, rows: int) -> int:
+        """`rows`, lowered to what the engine lets one sorted page hold (its dialect, or a row cap it showed)."""
+        caps = [c for c in (self.dialect.max_sorted_rows, self.server_row_cap) if c]
+        return max(1, min([rows, *caps]))
+
     # ---- failures ----------------------------------------------------------------------------
-    def _timeout(self, budget: float) -> QueryError:
+    def _timeout(self, budget: float, detail: str = "") -> QueryError:
         self._count("timeout")
-        return QueryError(f"the endpoint {self.url} did not answer within the time budget of {budget:g} s",
+        return QueryError(f"the endpoint {self.url} did not answer within the time budget of {budget:g} s{detail}",
                           timed_out=True)
 
     def _count(self, reason: str) -> None:

@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -25,11 +25,15 @@ from kb_dumps.collector import LabelCollector
 from kb_dumps.endpoint import EndpointStore
 from kb_dumps.endpoint_queries import PHASES, profile_values, queries_for, render, template
 from kb_dumps.ingest import MANIFEST_FORMAT, _clean_stale, _next_version, publish_version, store_lock
+from kb_dumps.json_types import JsonObject
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile, detect_profile, get_profile
 from kb_dumps.sparql_text import IRIREF, escape_string, iri
 from kb_dumps.stage_errors import IngestError, KBQAError
+
+if TYPE_CHECKING:
+    from kb_dumps.store import EndpointOption
 
 PROGRESS_KEY = "endpoint_ingest"
 MAX_PAGE_ROWS = 1_000_000  # a page grows (doubling) while one key fills it, up to this
@@ -60,7 +64,7 @@ def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = N
                     languages: tuple[str, ...] = ("en",), dialect: str | None = None, page_size: int = 50_000,
                     id_batch: int = 500, all_ids: bool = False, replace: bool = False, restart: bool = False,
                     max_pages: int | None = None, timeout_s: float = 300.0, progress: bool | None = None,
-                    wait: bool = False, endpoint_options: dict[str, Any] | None = None) -> EndpointIngestReport:
+                    wait: bool = False, endpoint_options: dict[str, EndpointOption] | None = None) -> EndpointIngestReport:
     """Page labels, aliases, descriptions, kinds and popularity out of `endpoint` into the label memory of
     the remote store directory `store`. Resumes an interrupted run with the same settings."""
     if page_size < 1 or id_batch < 1:
@@ -76,6 +80,7 @@ def ingest_endpoint(endpoint: str, store: str | Path, *, profile: str | None = N
             what = f"the remote store of {live.endpoint['url']}" if live.endpoint else "a local store"
             raise IngestError(f"{root} already holds {what}; pass --replace to rebuild its label memory from "
                               f"{endpoint}", stage="usage")
+        sparql.identify()  # the engine's page limits (Virtuoso: 10,000 sorted rows) before the first page
         prof = get_profile(profile) if profile else _detect(sparql)
         queries = queries_for(prof)
         unknown = {k for k in queries if k.split("_")[0] not in PHASES}
@@ -111,7 +116,7 @@ class _Run:
     """One ingestion into `DIR/.endpoint-building`: its memory, its progress, its phases."""
 
     def __init__(self, root: Path, sparql: EndpointStore, profile: KBProfile, queries: dict[str, str],
-                 languages: tuple[str, ...], settings: dict[str, Any], page_size: int, id_batch: int,
+                 languages: tuple[str, ...], settings: JsonObject, page_size: int, id_batch: int,
                  all_ids: bool, progress: bool | None):
         self.root, self.sparql, self.profile, self.queries = root, sparql, profile, queries
         self.languages, self.settings = languages, settings
@@ -129,7 +134,7 @@ class _Run:
         self.pages = self.rows = 0
         self.phase_stats: dict[str, dict[str, float]] = {}
         self.memory: LabelMemory | None = None
-        self.state: dict[str, Any] = {}
+        self.state: JsonObject = {}  # the resumable progress, kept as JSON in the label memory
 
     # ---- the building directory and its progress ------------------------------------------
     def open(self, replace: bool, restart: bool) -> bool:
@@ -223,9 +228,12 @@ class _Run:
     def _keyset_pages(self, phase: str):  # noqa: ANN202 - Iterator[(rows, last key)]
         """Pages of complete keys: a full page loses its last key's rows (they may continue on the next
         page) and the next page starts after the last key kept; a key alone filling a page doubles it."""
-        after, limit = str(self.state["after"]), self.page_size
+        after, limit = str(self.state["after"]), self.sparql.page_limit(self.page_size)
         while True:
             rows = self._query(phase, {"after": escape_string(after), "limit": str(limit)}, limit)
+            if len(rows) < limit and self.sparql.page_limit(limit) < limit:
+                limit = self.sparql.page_limit(limit)  # the server cut the page at its row cap: ask again, smaller
+                continue
             keys = [r[0]["value"] if r and r[0] else "" for r in rows]
             if any(k <= after for k in keys) or keys != sorted(keys):
                 raise IngestError(f"the endpoint did not return {phase} rows ordered by key after {after[:80]!r}; "
@@ -243,7 +251,7 @@ class _Run:
                 limit *= 2
                 continue
             yield rows[:cut], keys[cut - 1]
-            after, limit = keys[cut - 1], self.page_size
+            after, limit = keys[cut - 1], self.sparql.page_limit(self.page_size)
 
     def _popularity_pages(self):  # noqa: ANN202 - Iterator[(rows, last rowid)]
         """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint."""
