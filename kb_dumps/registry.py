@@ -13,20 +13,23 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kb_dumps.stage_errors import KBQAError
 
+T = TypeVar("T")  # what a registry's factories make (a front-end, a translator, a backend, a vector store)
+
 
 @dataclass(frozen=True)
-class Entry:
+class Entry(Generic[T]):
     """One registered name: what it is in one line, and how to make it."""
 
     name: str
     description: str
-    factory: str | Callable[..., Any]  # "package.module:function", or the function itself
+    factory: str | Callable[..., T]  # "package.module:function", or the function itself
 
-    def make(self, *args: Any, **kwargs: Any) -> Any:
+    # the factory's own arguments, whatever it takes
+    def make(self, *args: Any, **kwargs: Any) -> T:
         factory = self.factory
         if isinstance(factory, str):
             module, _, path = factory.partition(":")
@@ -36,14 +39,14 @@ class Entry:
         return factory(*args, **kwargs)
 
 
-class Registry:
+class Registry(Generic[T]):
     """Names of one kind (`kind` says which, for messages) in registration order."""
 
     def __init__(self, kind: str):
         self.kind = kind
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, Entry[T]] = {}
 
-    def add(self, name: str, description: str, factory: str | Callable[..., Any]) -> Entry:
+    def add(self, name: str, description: str, factory: str | Callable[..., T]) -> Entry[T]:
         """Register `name`; registering a name again replaces it (a test or a plug-in may override)."""
         entry = Entry(name, description, factory)
         self._entries[name] = entry
@@ -52,7 +55,7 @@ class Registry:
     def remove(self, name: str) -> None:
         self._entries.pop(name, None)
 
-    def get(self, name: str) -> Entry:
+    def get(self, name: str) -> Entry[T]:
         """The entry of `name`; an unknown name is a usage error that lists the known ones."""
         try:
             return self._entries[name]
@@ -70,5 +73,5 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
-    def __iter__(self) -> Iterator[Entry]:
+    def __iter__(self) -> Iterator[Entry[T]]:
         return iter(list(self._entries.values()))

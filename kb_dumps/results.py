@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb_dumps.xml_check import NOT_XML_BYTES, check_xml
 
 if TYPE_CHECKING:
+    import pyoxigraph as ox
+
+    from kb_dumps.json_types import JsonObject
     from kb_dumps.store_types import QueryResult, Term
 
 TABLE_FORMATS = ("JSON", "XML", "CSV", "TSV")  # pyoxigraph QueryResultsFormat names (SELECT, ASK)
@@ -53,7 +56,7 @@ class _Buffer:
         self.parts: list[bytes] = []
         self.size, self.limit = 0, limit
 
-    def write(self, data: Any) -> int:
+    def write(self, data: bytes) -> int:
         self.size += len(data)
         if self.size > self.limit:
             raise _Over
@@ -64,7 +67,7 @@ class _Buffer:
         pass
 
 
-def sparql_json(res: QueryResult) -> dict:
+def sparql_json(res: QueryResult) -> JsonObject:
     """The W3C SPARQL 1.1 Query Results JSON of a SELECT or ASK result."""
     if res.kind == "ask":
         return {"head": {}, "boolean": bool(res.boolean)}
@@ -72,7 +75,7 @@ def sparql_json(res: QueryResult) -> dict:
     return {"head": {"vars": list(res.vars)}, "results": {"bindings": bindings}}
 
 
-def _ox_term(t: Term | None) -> Any:
+def _ox_term(t: Term | None) -> ox.NamedNode | ox.BlankNode | ox.Literal | None:
     import pyoxigraph as ox
 
     if t is None:
@@ -121,7 +124,7 @@ def _within_cap(body: bytes, fmt: str, row_cap: int) -> bool:
     return True
 
 
-def write_fast(res: Any, fmt: str, row_cap: int, result_bytes: int) -> bytes | None:
+def write_fast(res: ox.QuerySolutions | ox.QueryBoolean, fmt: str, row_cap: int, result_bytes: int) -> bytes | None:
     """A pyoxigraph SELECT / ASK result written by pyoxigraph as `fmt`, or None when the counted path must write it
     (the cap may be reached, the output is large, or XML cannot carry a value)."""
     import pyoxigraph as ox
