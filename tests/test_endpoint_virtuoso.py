@@ -1,0 +1,101 @@
+"""The pipeline on Debian's Virtuoso 7 (`make virtuoso`): a private server on loopback loaded with one small Spider
+KG, `kbqa ingest --endpoint` + `kbqa index` + `kbqa ask --translator explore` over it, and what the `virtuoso`
+dialect must notice — the server's row cap, a query stopped by the engine's time limit (partial results or an
+HTTP 500), and a refused query that is not retried."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kb_dumps.endpoint import EndpointStore
+from kb_dumps.stage_errors import QueryError
+from kb_dumps.virtuoso_server import VirtuosoServer, virtuoso_binaries
+
+try:
+    virtuoso_binaries()
+except Exception:  # noqa: BLE001
+    pytest.skip("Virtuoso (virtuoso-t, isql-vt) is not installed: `make virtuoso` installs it (apt, as root)",
+                allow_module_level=True)
+
+CONCERT = Path(__file__).resolve().parents[1] / "eval" / "benchmarks" / "spider4sparql" / "kgs" / "concert_singer.ttl.gz"
+ROW_CAP = 100  # the server's ResultSetMaxRows here: the KG has 212 triples
+ENGINE_LIMIT_S = 2  # the server's MaxQueryExecutionTime here
+# Four unrelated triple patterns with a filter no index serves: far more than ENGINE_LIMIT_S of work.
+HEAVY = ("SELECT ?a WHERE { ?a ?p ?o . ?b ?p2 ?o2 . ?c ?p3 ?o3 . ?d ?p4 ?o4 "
+         "FILTER(STR(?o) = CONCAT(STR(?o2), STR(?o3), STR(?o4))) }")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with VirtuosoServer([CONCERT], max_rows=ROW_CAP, timeout_s=ENGINE_LIMIT_S) as srv:
+        yield srv
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "kbqa.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_loaded_into_the_default_graph_only(server: VirtuosoServer) -> None:
+    assert server.triples == 212
+    with EndpointStore(server.url) as store:
+        res = store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        assert store.dialect.name == "virtuoso"  # from the Server header of the first answer
+    # Virtuoso's own virtrdf: metadata (thousands of triples in other graphs) stays out of the default graph
+    assert res.rows[0][0]["value"] == "212"
+    assert res.rows[0][0]["datatype"] == "http://www.w3.org/2001/XMLSchema#integer"  # a `typed-literal` read
+
+
+def test_ingest_index_and_ask_with_explore(server: VirtuosoServer, tmp_path: Path) -> None:
+    store = tmp_path / "remote"
+    out = _cli("ingest", "--endpoint", server.url, "--store", str(store), "--profile", "generic")
+    assert out.returncode == 0, out.stderr
+    out = _cli("index", "--store", str(store))
+    assert out.returncode == 0, out.stderr
+    assert "schema memory: 4 classes" in out.stdout
+    out = _cli("ask", "How many singers are from France?", "--store", str(store), "--translator", "explore")
+    assert out.returncode == 0, out.stderr
+    assert "SELECT (COUNT(" in out.stdout and "singer#country" in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[lines.index("(1 rows)") - 1].strip() == "4"
+
+
+def test_the_server_row_cap_marks_a_result_truncated(server: VirtuosoServer) -> None:
+    with EndpointStore(server.url) as store:
+        res = store.query("SELECT ?s ?p ?o WHERE { ?s ?p ?o }", row_cap=10_000)
+        assert store.server_row_cap == ROW_CAP
+        assert store.page_limit(50_000) == ROW_CAP
+    assert len(res.rows) == ROW_CAP and res.truncated  # fewer rows than asked for, yet not the whole answer
+    with EndpointStore(server.url) as store:
+        small = store.query("SELECT ?s WHERE { ?s a <http://valuenet/ontop/singer> }")
+    assert len(small.rows) == 6 and not small.truncated
+
+
+@pytest.mark.parametrize("dialect", [None, "generic"])
+def test_a_query_stopped_by_the_engine_is_a_timeout_never_an_answer(server: VirtuosoServer,
+                                                                    dialect: str | None) -> None:
+    # None: detected as virtuoso, the `timeout` parameter is sent and Virtuoso answers 200 with the rows found
+    # so far (X-SQL-State: S1TAT); generic: no parameter, its own limit answers HTTP 500 SR171.
+    with EndpointStore(server.url, dialect=dialect, timeout_s=60) as store:
+        store.query("ASK {}")
+        with pytest.raises(QueryError) as info:
+            store.query(HEAVY)
+        assert store.stats.retries == 0
+    assert info.value.timed_out
+    assert "S1TAT" in str(info.value) if dialect is None else "SR171" in str(info.value)
+
+
+def test_a_refused_query_is_not_retried(server: VirtuosoServer) -> None:
+    with EndpointStore(server.url) as store:
+        store.query("ASK {}")
+        # more sorted rows than MaxSortedTopRows (10,000): Virtuoso refuses it with HTTP 500 "SR353"
+        with pytest.raises(QueryError) as info:
+            store.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s LIMIT 20000")
+        assert store.stats.retries == 0
+    assert "SR353" in str(info.value) and not info.value.timed_out
