@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import write_run_folder
 from eval.answer_metrics import score_question
 from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
@@ -258,13 +259,8 @@ def main() -> int:
                     s = summary([r for r in rows if r["set"] == db])
                     print(f"  {translator:13} {db:34} n={s['n']:3} F1={s['answer_f1']:.3f} perfect={s['perfect']:.3f}")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "rows.jsonl", "w", encoding="utf-8") as f:
-            for by in results.values():
-                for translator, rows in by.items():
-                    for r in rows:
-                        f.write(json.dumps({"translator": translator, **r}, ensure_ascii=False) + "\n")
-        (args.out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        write_run_folder(args.out, ({"translator": translator, **r} for by in results.values()
+                                    for translator, rows in by.items() for r in rows), table)
     return 0
 
 

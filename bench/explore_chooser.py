@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.explore import ROOT, SPIDER_KGS, ensure_store, gold_answers, run_set, summary
+from bench.outputs import write_run_folder
 from eval.answer_metrics import score_question
 from eval.loaders import load_benchmark
 
@@ -174,13 +175,8 @@ def main() -> int:
         table[f"{name}/chooser"] = by["chooser"]
         print(f"{name:22} {'chooser':16} " + json.dumps(by["chooser"]))
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "rows.jsonl", "w", encoding="utf-8") as f:
-            for by in results.values():
-                for system in ("explore", "explore+chooser"):
-                    for r in by[system]:
-                        f.write(json.dumps({"system": system, **r}, ensure_ascii=False) + "\n")
-        (args.out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        write_run_folder(args.out, ({"system": system, **r} for by in results.values()
+                                    for system in ("explore", "explore+chooser") for r in by[system]), table)
     return 0
 
 

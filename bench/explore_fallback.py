@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import write_run_folder
 from eval.loaders import load_benchmark
 from eval.query_metrics import score_query
 
@@ -188,11 +189,7 @@ def main() -> int:
               "; ".join(f"WEAK_SCORE {t}: F1 {v['triples_f1']:.3f} exact {v['exact']:.3f}"
                         for t, v in table[name]["thresholds"].items()))
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "rows.jsonl", "w", encoding="utf-8") as f:
-            for r in allrows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        (args.out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        write_run_folder(args.out, allrows, table)
     return 0
 
 

@@ -30,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import report_run
 from eval.answer_metrics import score_question
 from eval.loaders import load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
@@ -259,12 +260,7 @@ def main() -> int:
     if model_tr is not None:
         model_tr.close()
     summary = summarize(rows)
-    print(json.dumps(summary, indent=1))
-    print("command: python -m bench.frontends " + " ".join(sys.argv[1:]))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False),
-                            encoding="utf-8")
+    report_run("bench.frontends", summary, rows, args.out)
     return 0
 
 

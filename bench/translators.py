@@ -33,6 +33,7 @@ from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import get_profile
 from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import parse_desq
+from kbqa.result import Result
 from kbqa.translators.casebank import CaseBank
 from kbqa.translators.casebank_build import DEFAULT_SETS, build_case_bank
 from kbqa.translators.cases import CasesTranslator
@@ -82,20 +83,22 @@ def score(records: list[Record], translator: CasesTranslator, engine: Any, store
         row["query_f1"] = qs.triples.f1 if qs.error is None else 0.0
         row["exact"] = bool(qs.exact_match)
         if engine is not None:
-            res = engine.compile(text, execute=True)
-            pred_answers = res.answers.to_result_dict() if res.answers is not None else None
-            # the gold query run on the same store (SimpleQuestions files give one answer of many);
-            # the file's answers only when the store cannot run the gold query
-            try:
-                gold_answers = store.query(gold).to_dict()
-            except KBQAError:
-                gold_answers = rec.gold_result()
-            ans = score_question(gold_answers, pred_answers, gold_sparql=gold, pred_sparql=res.sparql, kb=kb)
-            row["answer_f1"] = ans.qald.f1
-            row["answer_f1_strict"] = ans.strict.f1
-            row["stage"] = res.failed_stage
+            row.update(answer_scores(rec, engine.compile(text, execute=True), gold, store, kb))
         rows.append(row)
     return rows
+
+
+def answer_scores(rec: Record, res: Result, gold: str, store: Any, kb: str) -> dict[str, Any]:
+    """Answer F1 (QALD and strict) of a compiled result against the gold query, and the stage that failed.
+    The gold answers are the gold query run on the same store (SimpleQuestions files give one answer of many);
+    the file's answers only when the store cannot run the gold query."""
+    pred_answers = res.answers.to_result_dict() if res.answers is not None else None
+    try:
+        gold_answers = store.query(gold).to_dict()
+    except KBQAError:
+        gold_answers = rec.gold_result()
+    ans = score_question(gold_answers, pred_answers, gold_sparql=gold, pred_sparql=res.sparql, kb=kb)
+    return {"answer_f1": ans.qald.f1, "answer_f1_strict": ans.strict.f1, "stage": res.failed_stage}
 
 
 def summary(name: str, rows: list[dict], bank_size: int | str) -> dict:

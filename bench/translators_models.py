@@ -22,8 +22,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.translators import ensure_store, guessed_sparql
-from eval.answer_metrics import score_question
+from bench.outputs import report_run
+from bench.translators import answer_scores, ensure_store, guessed_sparql
 from eval.loaders import load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.query_metrics import score_query
@@ -82,13 +82,7 @@ def score_row(rec: Any, item: dict, engine: Any, store: Any, kb: str) -> dict:
     res = engine.compile(text, execute=True)
     qa = score_query(res.sparql, gold, kb) if res.sparql else None
     row["query_f1_assembled"] = qa.triples.f1 if qa is not None and qa.error is None else 0.0
-    pred_answers = res.answers.to_result_dict() if res.answers is not None else None
-    try:
-        gold_answers = store.query(gold).to_dict()
-    except KBQAError:
-        gold_answers = rec.gold_result()
-    ans = score_question(gold_answers, pred_answers, gold_sparql=gold, pred_sparql=res.sparql, kb=kb)
-    row.update(answer_f1=ans.qald.f1, answer_f1_strict=ans.strict.f1, stage=res.failed_stage)
+    row.update(answer_scores(rec, res, gold, store, kb))
     return row
 
 
@@ -182,12 +176,7 @@ def main() -> int:
                 rows.append(score_row(rec, done[rec.id], engine, store, kb))
     summary = summarize(f"{args.backend}:{label} @ {SCORED_SET}/wikidata-mini", rows)
     summary["replay"] = str(replay.relative_to(ROOT) if replay.is_relative_to(ROOT) else replay)
-    print(json.dumps(summary, indent=1))
-    print("command: python -m bench.translators_models " + " ".join(sys.argv[1:]))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, ensure_ascii=False),
-                            encoding="utf-8")
+    report_run("bench.translators_models", summary, rows, args.out)
     return 0
 
 

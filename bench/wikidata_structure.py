@@ -26,13 +26,13 @@ no-QALD one), on the same questions.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import write_run_folder
 from eval.loaders import load_benchmark
 from eval.query_metrics import score_query
 from eval.skeleton import SkeletonError, skeleton
@@ -175,12 +175,7 @@ def main() -> int:
         for system, s in lines:
             print(f"{name:<17}{system:<11}" + "".join(f"{s[c]:>13}" for c in cols))
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "rows.jsonl", "w", encoding="utf-8") as f:
-            for rs in rows.values():
-                for r in rs:
-                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        (args.out / "summary.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        write_run_folder(args.out, (r for rs in rows.values() for r in rs), table)
     return 0
 
 
