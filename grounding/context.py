@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
 
 from kb_dumps.profiles import KBProfile, WikidataProfile
 from kb_dumps.stage_errors import KBQAError
+from kb_dumps.store_types import Store
 
 log = logging.getLogger(__name__)
 CONTEXT_KEYS = ("subject", "object", "property", "role")
 CONTEXT_TIMEOUT_S = 3.0
+# A context as given, before `check_context`: CONTEXT_KEYS -> an IRI or a role (None or "": not given).
+RawContext = dict[str, str | None]
 
 
 def _expand(profile: KBProfile, name: str) -> str:
@@ -32,7 +34,7 @@ def query_property(profile: KBProfile, iri: str) -> str:
     return iri
 
 
-def check_context(context: dict[str, Any]) -> dict[str, str]:
+def check_context(context: RawContext) -> dict[str, str]:
     unknown = set(context) - set(CONTEXT_KEYS)
     if unknown:
         raise KBQAError(f"unknown grounding context keys {sorted(unknown)}; allowed: {list(CONTEXT_KEYS)}",
@@ -61,7 +63,7 @@ def context_pattern(profile: KBProfile, kind: str | None, context: dict[str, str
     return None
 
 
-def confirmed_ids(store: Any, profile: KBProfile, kind: str | None, context: dict[str, str],
+def confirmed_ids(store: Store, profile: KBProfile, kind: str | None, context: dict[str, str],
                   candidate_ids: list[str]) -> set[str] | None:
     """The candidate ids the store confirms in this context; None when the context is not checkable."""
     pattern = context_pattern(profile, kind, context)
@@ -91,14 +93,14 @@ def _rows(pairs: list[tuple[str, str]]) -> str:
 class TripleChecker:
     """Checks (entity, property, position) triples against a store (a LocalStore or anything with `.query`)."""
 
-    def __init__(self, store_dir: str | Path, store: Any = None, timeout_s: float = 5.0):
+    def __init__(self, store_dir: str | Path, store: Store | None = None, timeout_s: float = 5.0):
         self.store_dir = Path(store_dir)
         self._store = store
         self._own = store is None
         self.timeout_s = timeout_s
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         if self._store is None:
             from kb_dumps.store import open_store
 

@@ -14,12 +14,15 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from grounding.static_embedder import STATIC_DIR, STATIC_NAME, StaticEmbedder
 from kb_dumps.stage_errors import KBQAError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 DEFAULT_MODEL = STATIC_NAME
 MINILM = "minilm"
@@ -107,7 +110,7 @@ class SentenceTransformerEmbedder:
         self.source = resolve_model(model)
         self._fingerprint: str | None = None
         try:
-            self.model: Any = SentenceTransformer(self.source, device=device)
+            self.model: SentenceTransformer = SentenceTransformer(self.source, device=device)
         except (OSError, ValueError) as e:
             raise KBQAError(
                 f"cannot load the embedding model {model!r} offline ({type(e).__name__}: {e}); give a local "

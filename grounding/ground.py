@@ -6,21 +6,21 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from grounding.build import INDEX_FORMAT, build_index, index_dir, open_memory, read_meta
 from grounding.candidates import Candidate, Correction, GroundingResult
-from grounding.context import check_context, confirmed_ids
+from grounding.context import RawContext, check_context, confirmed_ids
 from grounding.embedder import Embedder, canonical_name, get_embedder, query_text
-from grounding.lexical_index import LexicalIndex
+from grounding.lexical_index import LexicalHit, LexicalIndex
 from grounding.text import best_similarity, normalize
 from grounding.vector_stores import open_vectors
 from kb_dumps.label_memory import LabelRow
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KINDS, KBProfile, WikidataProfile, detect_profile, get_profile
 from kb_dumps.stage_errors import KBQAError, echo
+from kb_dumps.store_types import Store
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,9 @@ COS_FLOOR, COS_CEIL = 0.2, 0.9
 # A description is explicit disambiguation, so popularity counts less when one is given.
 POPULARITY_WEIGHT, POPULARITY_WEIGHT_WITH_DESCRIPTION, CONTEXT_WEIGHT = 0.15, 0.08, 0.25
 MAX_ALIASES_SCORED = 30
+
+# A keyword of `Grounder(...)` passed through `get_grounder`.
+GrounderOption = float | str | bool | KBProfile | Embedder | Store | None
 
 
 def _weights(has_label: bool, has_description: bool) -> tuple[float, float]:
@@ -69,7 +72,7 @@ class Grounder:
 
     def __init__(self, store_dir: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
                  profile: str | KBProfile | None = None, model: str | None = None, build_missing: bool = False,
-                 embedder: Embedder | None = None, store: Any = None):
+                 embedder: Embedder | None = None, store: Store | None = None):
         self.store_dir = Path(store_dir)
         meta = read_meta(self.store_dir)
         if meta is None:
@@ -114,7 +117,7 @@ class Grounder:
         return self._embedder
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         if self._store is None:
             from kb_dumps.store import open_store
 
@@ -133,7 +136,7 @@ class Grounder:
         return self.embedder.encode_one(query_text(label, description))
 
     def search(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
-               context: dict[str, Any] | None = None, query_vector: np.ndarray | None = None) -> GroundingResult:
+               context: RawContext | None = None, query_vector: np.ndarray | None = None) -> GroundingResult:
         """Ranked candidates with calibrated scores, the threshold applied, and a reason when none pass."""
         label = (label or "").strip() if isinstance(label, str) else ""
         description = description.strip() if isinstance(description, str) and description.strip() else None
@@ -178,11 +181,11 @@ class Grounder:
         return result
 
     def ground(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
-               context: dict[str, Any] | None = None) -> list[Candidate]:
+               context: RawContext | None = None) -> list[Candidate]:
         """The candidates above the threshold, best first (empty: "no grounding"; see `search` for why)."""
         return self.search(label, description, kind, k, context).candidates
 
-    def _score(self, row: LabelRow, norm: str, lex_hit: Any, cos: float | None, w_lex: float, w_vec: float,
+    def _score(self, row: LabelRow, norm: str, lex_hit: LexicalHit | None, cos: float | None, w_lex: float, w_vec: float,
                by_lex: bool, by_vec: bool) -> Candidate:
         if lex_hit is not None:
             lex, matched = lex_hit.score, lex_hit.name
@@ -221,7 +224,7 @@ class Grounder:
         return iri
 
     def correct(self, guessed_uri: str | None, label: str, description: str | None = None,
-                kind: str | None = None, context: dict[str, Any] | None = None) -> Correction:
+                kind: str | None = None, context: RawContext | None = None) -> Correction:
         """Keep a guessed URI that the KB knows with a matching label and kind, else the best candidate."""
         guess = (guessed_uri or "").strip() or None
         why = "no URI was guessed"
@@ -258,7 +261,7 @@ _GROUNDERS: dict[str, Grounder] = {}
 _GROUNDERS_LOCK = threading.Lock()
 
 
-def get_grounder(store_dir: str | Path, **kw: Any) -> Grounder:
+def get_grounder(store_dir: str | Path, **kw: GrounderOption) -> Grounder:
     """One Grounder per store directory per process (opening one loads the indexes)."""
     key = str(Path(store_dir).resolve())
     with _GROUNDERS_LOCK:
@@ -268,10 +271,10 @@ def get_grounder(store_dir: str | Path, **kw: Any) -> Grounder:
 
 
 def ground(label: str, description: str | None = None, kind: str | None = None, k: int = 10,
-           context: dict[str, Any] | None = None, *, store: str | Path) -> list[Candidate]:
+           context: RawContext | None = None, *, store: str | Path) -> list[Candidate]:
     return get_grounder(store).ground(label, description, kind, k, context)
 
 
 def correct(guessed_uri: str | None, label: str, description: str | None = None, kind: str | None = None, *,
-            store: str | Path, context: dict[str, Any] | None = None) -> Correction:
+            store: str | Path, context: RawContext | None = None) -> Correction:
     return get_grounder(store).correct(guessed_uri, label, description, kind, context)

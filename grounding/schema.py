@@ -25,11 +25,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from grounding.text import normalize
+from kb_dumps.json_types import JsonObject
+from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.layout import StoreLayout
 from kb_dumps.profiles import KBProfile
+from kb_dumps.store_types import Store, Term
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,24 @@ QUERY_TIMEOUT_S = 120.0
 SUB_PROPERTY_OF = "http://www.w3.org/2000/01/rdf-schema#subPropertyOf"
 # A group names at least this many sub-properties (one sub-property is a synonym, not a group).
 MIN_GROUP = 2
+
+
+class ClassInfo(TypedDict, total=False):
+    """One class of the store: its label (set once the label memory is read) and its instance count."""
+
+    label: str
+    count: int
+
+
+class GroupInfo(TypedDict):
+    """One property group: the super-property's label and its sub-properties."""
+
+    label: str
+    subs: list[str]
+
+
+# One quotable literal: [predicate, count, lexical form, datatype or None] (a JSON array in schema.json).
+ValueRow = list[str | int | None]
 
 
 def readable_name(iri: str) -> str:
@@ -95,7 +116,7 @@ class PredicateInfo:
         total = sum(self.datatypes.values())
         return total > 0 and sum(n for dt, n in self.datatypes.items() if dt in DATE_TYPES) * 2 >= total
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"label": self.label, "name": self.name, "count": self.count, "literals": self.literals,
                 "iris": self.iris, "datatypes": self.datatypes, "domains": self.domains, "ranges": self.ranges}
 
@@ -113,9 +134,9 @@ class ValueHit:
 class SchemaMemory:
     """Classes, predicates and quotable values of one store (see the module docstring)."""
 
-    def __init__(self, classes: dict[str, dict[str, Any]], predicates: dict[str, PredicateInfo],
-                 values: dict[str, list[list[Any]]], meta: dict[str, Any],
-                 groups: dict[str, dict[str, Any]] | None = None):
+    def __init__(self, classes: dict[str, ClassInfo], predicates: dict[str, PredicateInfo],
+                 values: dict[str, list[ValueRow]], meta: JsonObject,
+                 groups: dict[str, GroupInfo] | None = None):
         self.classes = classes
         self.groups = groups  # None: read from a file that predates groups (open_schema fills it in)
         self.predicates = predicates
@@ -151,7 +172,7 @@ class SchemaMemory:
         return self.classes.get(cls, {}).get("label") or readable_name(cls)
 
     # ---- persistence -------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"format": SCHEMA_FORMAT, "meta": self.meta, "classes": self.classes,
                 "predicates": {p: i.to_dict() for p, i in self.predicates.items()}, "values": self.values,
                 **({"groups": self.groups} if self.groups is not None else {})}
@@ -167,7 +188,7 @@ class SchemaMemory:
         return path
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SchemaMemory:
+    def from_dict(cls, d: JsonObject) -> SchemaMemory:
         if d.get("format") != SCHEMA_FORMAT:
             raise ValueError(f"schema memory format {d.get('format')!r} is not {SCHEMA_FORMAT}; rebuild it with "
                              f"`kbqa index`")
@@ -190,21 +211,21 @@ def schema_path(store_dir: str | Path) -> Path:
 # ---- building ------------------------------------------------------------------------------
 
 
-def _rows(store: Any, query: str) -> list[list[Any]]:
+def _rows(store: Store, query: str) -> list[list[Term | None]]:
     res = store.query(query, timeout_s=QUERY_TIMEOUT_S, row_cap=2_000_000)
     return res.rows
 
 
-def _val(term: Any) -> str | None:
+def _val(term: Term | None) -> str | None:
     return term.get("value") if isinstance(term, dict) else None
 
 
-def build_schema(store: Any, profile: KBProfile, memory: Any = None) -> SchemaMemory:
+def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = None) -> SchemaMemory:
     """Read the schema and the value memory off `store` (a `Store`); labels from `memory` when given."""
     t0 = time.perf_counter()
     tp = profile.type_predicate
     skip = set(profile.label_predicates) | set(profile.description_predicates) | set(profile.alias_predicates)
-    classes: dict[str, dict[str, Any]] = {}
+    classes: dict[str, ClassInfo] = {}
     for c, n in _rows(store, f"SELECT ?c (COUNT(?s) AS ?n) WHERE {{ ?s <{tp}> ?c }} GROUP BY ?c"):
         if _val(c) and c.get("type") == "uri":
             classes[_val(c)] = {"count": int(_val(n) or 0)}
@@ -236,7 +257,7 @@ def build_schema(store: Any, profile: KBProfile, memory: Any = None) -> SchemaMe
     for i in preds.values():
         i.domains = dict(sorted(i.domains.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
         i.ranges = dict(sorted(i.ranges.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
-    values: dict[str, list[list[Any]]] = defaultdict(list)
+    values: dict[str, list[ValueRow]] = defaultdict(list)
     q_values = (f"SELECT ?p ?o (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o FILTER(isLiteral(?o) && "
                 f"STRLEN(STR(?o)) <= {MAX_VALUE_CHARS}) }} GROUP BY ?p ?o")
     kept = 0
@@ -258,14 +279,15 @@ def build_schema(store: Any, profile: KBProfile, memory: Any = None) -> SchemaMe
     return SchemaMemory(classes, preds, dict(values), meta, groups)
 
 
-def build_groups(store: Any, preds: dict[str, PredicateInfo], memory: Any = None) -> dict[str, dict[str, Any]]:
+def build_groups(store: Store, preds: dict[str, PredicateInfo], memory: LabelMemory | None = None
+                 ) -> dict[str, GroupInfo]:
     """Super-properties with at least MIN_GROUP sub-properties that the KB uses, each with its label."""
     subs: dict[str, list[str]] = defaultdict(list)
     for sub, sup in _rows(store, f"SELECT ?s ?g WHERE {{ ?s <{SUB_PROPERTY_OF}> ?g }}"):
         if _val(sub) in preds and _val(sup) and sup.get("type") == "uri" and _val(sup) != _val(sub):
             subs[_val(sup)].append(_val(sub))
     rows = memory.get_many(list(subs)) if memory is not None and subs else {}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, GroupInfo] = {}
     for g, members in subs.items():
         if len(members) >= MIN_GROUP:
             row = rows.get(g)
@@ -274,10 +296,10 @@ def build_groups(store: Any, preds: dict[str, PredicateInfo], memory: Any = None
     return out
 
 
-def _label(classes: dict[str, dict[str, Any]], preds: dict[str, PredicateInfo], profile: KBProfile,
-           memory: Any) -> None:
+def _label(classes: dict[str, ClassInfo], preds: dict[str, PredicateInfo], profile: KBProfile,
+           memory: LabelMemory | None) -> None:
     """Labels from the label memory (Wikidata `wdt:P19` -> its `wd:P19` row), else the readable IRI name."""
-    rows: dict[str, Any] = {}
+    rows: dict[str, LabelRow] = {}
     if memory is not None:
         ids = list(classes) + [profile.property_entity(p) for p in preds]
         for k in range(0, len(ids), 5000):
@@ -290,15 +312,14 @@ def _label(classes: dict[str, dict[str, Any]], preds: dict[str, PredicateInfo], 
         i.label = row.label if row is not None and row.label else profile.local_name_label(p)
 
 
-def open_schema(store_dir: str | Path, store: Any, profile: KBProfile, memory: Any = None) -> SchemaMemory:
+def open_schema(store_dir: str | Path, store: Store, profile: KBProfile, memory: LabelMemory | None = None
+                ) -> SchemaMemory:
     """The store's schema memory, built and saved on first use when `kbqa index` has not made one."""
     schema = SchemaMemory.load(store_dir)
     if schema is not None and schema.meta.get("profile") == profile.name and schema.groups is not None:
         return schema
     own = None
     if memory is None and StoreLayout.of(store_dir).labels.is_file():
-        from kb_dumps.label_memory import LabelMemory
-
         # labels must be the label memory's: grounding checks a confirmed URI against them
         memory = own = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
     try:
