@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assembler.assemble import AssembleOptions, Assembler
 from assembler.assembly_records import ReportStep
@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from grounding.ground import Grounder
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.store_types import Store
-    from kbqa.settings import TranslatorSettings
+    from kbqa.frontends.desq_types import ParseResult
+    from kbqa.frontends.pyrag_lower import PyragResult
+    from kbqa.frontends.qcompiler import QCompilerResult
+    from kbqa.settings import SettingValue, TranslatorSettings
 
 __all__ = ["FRONTENDS", "Engine", "Result"]
 
@@ -85,7 +88,7 @@ class Engine:
 
     @classmethod
     def from_settings(cls, store: str | Path | None = None, *, sparql_endpoint: str | None = None,
-                      endpoint_dialect: str | None = None, **overrides: Any) -> Engine:
+                      endpoint_dialect: str | None = None, **overrides: SettingValue) -> Engine:
         """The engine every face builds (CLI verbs, HTTP server, MCP, `kbqa eval`): the settings of `kbqa.settings`
         (environment, `.env`, `kbqa.toml`) with `overrides` on top — each a field of the store, front-end or
         translator section (`query_timeout_s`, `row_cap`, `repair_rounds`, `translator`, `backend`, `model`, …;
@@ -224,7 +227,7 @@ class Engine:
                                          f"{', '.join(FRONTENDS.names())}")
             result.steps.append(ReportStep(Stage.PARSE, False, 0.0, "", [err]))
             return _finish(result, Stage.PARSE, [err], t_start)
-        parse: Callable[[str], Any] = FRONTENDS.get(frontend).make(self)
+        parse: Callable[[str], ParseResult | QCompilerResult | PyragResult] = FRONTENDS.get(frontend).make(self)
         t0 = time.perf_counter()
         try:
             parsed = parse(text)

@@ -22,13 +22,15 @@ import os
 import sys
 import tomllib
 from dataclasses import dataclass
+from datetime import date, datetime, time
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kb_dumps.json_types import JsonValue
 from kb_dumps.settings_types import (
     Cap,
     CheckedSettings,
@@ -48,6 +50,11 @@ DEFAULT_CONFIG = "kbqa.toml"
 
 # The model translator: the translator name that `--backend PROVIDER` alone implies.
 MODEL_TRANSLATOR = "model"
+
+# A value given for a setting (a CLI flag, a keyword of `get_settings`); None = not given. Validated by its field.
+SettingValue: TypeAlias = str | int | float | bool | Path | dict[str, JsonValue] | None
+# A value of the settings file (what `tomllib` reads).
+TomlValue: TypeAlias = str | int | float | bool | datetime | date | time | list["TomlValue"] | dict[str, "TomlValue"]
 
 _noted: set[str] = set()
 
@@ -130,10 +137,10 @@ class FrontendSettings(CheckedSettings):
 class _TomlModelsTable(PydanticBaseSettingsSource):
     """The `[models]` table of the settings file (absent file or table: nothing)."""
 
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[TomlValue, str, bool]:
         return self._table().get(field_name), field_name, False
 
-    def _table(self) -> dict[str, Any]:
+    def _table(self) -> dict[str, TomlValue]:
         path = Path(os.environ.get(CONFIG_ENV, DEFAULT_CONFIG))
         if not path.is_file():
             return {}
@@ -142,7 +149,7 @@ class _TomlModelsTable(PydanticBaseSettingsSource):
         table = data.get("models", {})
         return table if isinstance(table, dict) else {}
 
-    def __call__(self) -> dict[str, Any]:
+    def __call__(self) -> dict[str, TomlValue]:
         return {k: v for k, v in self._table().items() if k in self.settings_cls.model_fields}
 
 
@@ -284,7 +291,7 @@ class TranslatorSettings(CheckedSettings):
         return f"{self.translator}:{self.backend}" if self.translator == MODEL_TRANSLATOR else self.translator
 
 
-def get_translator_settings(**overrides: Any) -> TranslatorSettings:
+def get_translator_settings(**overrides: SettingValue) -> TranslatorSettings:
     """Translator settings with explicit overrides (None values are ignored, so CLI flags can be passed straight
     in). A bad KBQA_* value or flag is one usage line naming the setting (`SettingsError`), not a pydantic dump."""
     return TranslatorSettings(**{k: v for k, v in overrides.items() if v is not None})
@@ -384,7 +391,7 @@ class Settings:
     translator = _Section(TranslatorSettings)
     server = _Section(ServerSettings, takes_overrides=False)
 
-    def __init__(self, **overrides: Any):
+    def __init__(self, **overrides: SettingValue):
         sections = (StoreSettings, GroundingSettings, FrontendSettings, TranslatorSettings)
         unknown = sorted(set(overrides) - {name for cls in sections for name in cls.model_fields})
         if unknown:
@@ -392,6 +399,6 @@ class Settings:
         self.overrides = {k: v for k, v in overrides.items() if v is not None}
 
 
-def get_settings(**overrides: Any) -> Settings:
+def get_settings(**overrides: SettingValue) -> Settings:
     """The settings of this process (environment, `.env`, `kbqa.toml`), with `overrides` on top."""
     return Settings(**overrides)

@@ -13,14 +13,19 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.backends.catalogue import MODELS, is_fetched, model_path, models_dir
 
 if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
+
     from kbqa.settings import TranslatorSettings
+
+    CausalLM = PreTrainedModel | PeftModel  # a checkpoint, or one with a LoRA adapter attached
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +111,8 @@ class HFBackend(Backend):
         self.adapter = str(adapter) if adapter else None
         self.dtype = dtype
         self.threads = threads
-        self._tok: Any = None
-        self._lm: Any = None
+        self._tok: PreTrainedTokenizerBase | None = None
+        self._lm: CausalLM | None = None
         # the prompt layout: the adapter's training system prompt, or `system` to give a base model the same
         self._system: str | None = system
         self._lock = threading.Lock()
@@ -119,7 +124,7 @@ class HFBackend(Backend):
             raise TranslateError(INSTALL_HINT, stage="usage")
         return cls(s.model, getattr(s, "adapter", None) or None, threads=getattr(s, "n_threads", None) or None)
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[PreTrainedTokenizerBase, CausalLM]:
         if self._lm is not None:
             return self._tok, self._lm
         try:
@@ -143,7 +148,7 @@ class HFBackend(Backend):
         self.load_seconds = time.perf_counter() - t0
         return tok, lm
 
-    def _attach_adapter(self, lm: Any) -> Any:
+    def _attach_adapter(self, lm: PreTrainedModel) -> PeftModel:
         try:
             from peft import PeftModel
         except ImportError:
@@ -157,7 +162,7 @@ class HFBackend(Backend):
             self._system = json.loads(meta.read_text(encoding="utf-8")).get("system") or None
         return PeftModel.from_pretrained(lm, str(folder))
 
-    def encode(self, prompt: str | list[dict[str, str]]) -> Any:
+    def encode(self, prompt: str | list[dict[str, str]]) -> BatchEncoding:
         """Token ids for a prompt: chat messages through the model's chat template, a string as is."""
         tok, _ = self._load()
         if isinstance(prompt, str) or not getattr(tok, "chat_template", None):
@@ -180,7 +185,7 @@ class HFBackend(Backend):
 
         enc = self.encode(prompt)
         n_in = int(enc["input_ids"].shape[1])
-        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tok.pad_token_id or tok.eos_token_id}
+        kwargs: dict[str, int | float | bool | list[str] | PreTrainedTokenizerBase | None] = {"max_new_tokens": max_tokens, "pad_token_id": tok.pad_token_id or tok.eos_token_id}
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature)
         else:

@@ -14,13 +14,18 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.backends.catalogue import resolve_model
 
 if TYPE_CHECKING:
+    import numpy as np
+    from llama_cpp import Llama, LlamaGrammar, llama_vocab_p
+    from numpy.typing import NDArray
+
     from kbqa.settings import TranslatorSettings
 
 log = logging.getLogger(__name__)
@@ -39,7 +44,7 @@ def llama_cpp_available() -> bool:
     return True
 
 
-def _import_llama() -> Any:
+def _import_llama() -> ModuleType:
     try:
         import llama_cpp
     except ImportError:
@@ -47,7 +52,7 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
-def compile_grammar(text: str) -> Any:
+def compile_grammar(text: str) -> LlamaGrammar:
     """A GBNF text as a LlamaGrammar (llama-cpp-python parses it only when sampling: see `GrammarMatcher`)."""
     llama_cpp = _import_llama()
     return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
@@ -61,7 +66,7 @@ class GrammarMatcher:
     must be allowed. A grammar llama.cpp cannot parse is a TranslateError (never a crash later).
     """
 
-    def __init__(self, llm: Any, grammar: str, root: str = "root"):
+    def __init__(self, llm: Llama, grammar: str, root: str = "root"):
         self._c = _import_llama()
         self._llm = llm
         self._ptr = self._c.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), root.encode())
@@ -115,8 +120,8 @@ class LlamaCppBackend(Backend):
         self.seed = seed
         self.chat_format = chat_format
         self.verbose = verbose
-        self._llm: Any = None
-        self._grammars: dict[str, Any] = {}
+        self._llm: Llama | None = None
+        self._grammars: dict[str, LlamaGrammar] = {}
         self._lock = threading.Lock()
         self.load_seconds = 0.0
         self.last_prefix_tokens = 0  # prompt tokens of the last constrained request served from the KV cache
@@ -128,12 +133,12 @@ class LlamaCppBackend(Backend):
                    n_threads=getattr(s, "n_threads", None) or None)
 
     # ---- loading ---------------------------------------------------------------------------
-    def _load(self) -> Any:
+    def _load(self) -> Llama:
         if self._llm is not None:
             return self._llm
         llama_cpp = _import_llama()
         ref = resolve_model(self.model)
-        kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "n_threads": self.n_threads,
+        kwargs: dict[str, int | bool | str] = {"n_ctx": self.n_ctx, "n_threads": self.n_threads,
                                   "n_threads_batch": self.n_threads, "n_batch": self.n_batch, "seed": self.seed,
                                   "verbose": self.verbose}
         if self.chat_format:
@@ -159,7 +164,7 @@ class LlamaCppBackend(Backend):
         log.info("loaded %s in %.1f s (%d threads, n_ctx %d)", ref, self.load_seconds, self.n_threads, self.n_ctx)
         return self._llm
 
-    def grammar(self, text: str) -> Any:
+    def grammar(self, text: str) -> LlamaGrammar:
         """A grammar checked once by llama.cpp's parser (a bad one would otherwise fail inside sampling)."""
         if text not in self._grammars:
             GrammarMatcher(self._load(), text).close()
@@ -197,7 +202,7 @@ class LlamaCppBackend(Backend):
     def _generate_plain(self, prompt: str | list[dict[str, str]], max_tokens: int, temperature: float,
                         stop: list[str]) -> tuple[str, int, int, str | None]:
         llm = self._llm
-        common: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop, "seed": self.seed}
+        common: dict[str, int | float | list[str]] = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop, "seed": self.seed}
         if isinstance(prompt, str):
             out = llm.create_completion(prompt, **common)
             text = out["choices"][0]["text"]
@@ -273,7 +278,7 @@ class LlamaCppBackend(Backend):
         return text, len(tokens), len(out), finish
 
     @staticmethod
-    def _c_is_eog(vocab_ptr: Any, tok: int) -> bool:
+    def _c_is_eog(vocab_ptr: llama_vocab_p, tok: int) -> bool:
         import llama_cpp
 
         return bool(llama_cpp.llama_vocab_is_eog(vocab_ptr, tok))
@@ -289,7 +294,8 @@ class LlamaCppBackend(Backend):
 _FIRST_CANDIDATES = (1, 32, 1024)
 
 
-def _pick(matcher: GrammarMatcher, logits: Any, temperature: float, rng: Any) -> int | None:
+def _pick(matcher: GrammarMatcher, logits: NDArray[np.float64], temperature: float,
+          rng: np.random.Generator) -> int | None:
     """The next token: greedy (temperature 0) or sampled from the top 40, among tokens the grammar allows."""
     import numpy as np
 
@@ -309,7 +315,7 @@ def _pick(matcher: GrammarMatcher, logits: Any, temperature: float, rng: Any) ->
     return None  # nothing allowed: the grammar is complete only at the end of generation
 
 
-def _reuse_prefix(llm: Any, tokens: list[int]) -> int:
+def _reuse_prefix(llm: Llama, tokens: list[int]) -> int:
     """Keep the KV cache of the longest prefix the previous request shares with `tokens`, so that a prompt's fixed
     instructions are computed once (llama-cpp-python's own `generate` does the same; our constrained loop feeds
     tokens itself). The last prompt token is always fed again: its logits start the generation. Returns the

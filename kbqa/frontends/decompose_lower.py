@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 from rdflib import BNode, URIRef, Variable
 from rdflib import Literal as RdfLiteral
 from rdflib.plugins.sparql.algebra import translatePName, translatePrologue, traverse
 from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import Identifier
 
 from assembler.plan import (
     AGGREGATES,
@@ -53,6 +54,8 @@ from kb_dumps.profiles import XSD
 # A term IRI → Plan node; `position` is "subject", "object", "class" (object of a typing
 # predicate), "value" (VALUES / expressions) or "predicate". Supplied by decompose (placeholders).
 TermMaker = Callable[[str, str], Node]
+# A value in rdflib's SPARQL parse tree: a node, a term, an operator or keyword ("*", "DESC", "UNDEF"), a list of these.
+ParseNode: TypeAlias = CompValue | Identifier | str | list["ParseNode"] | None
 
 _EXPR_CHAINS = {"ConditionalOrExpression": "||", "ConditionalAndExpression": "&&"}
 _ARITH_CHAINS = ("AdditiveExpression", "MultiplicativeExpression")
@@ -198,7 +201,7 @@ class Lowerer:
                 out.append(Triple(self.term(s, "subject"), pred, self.term(o, "class" if typed else "object")))
         return out
 
-    def predicate(self, p: Any) -> Node:
+    def predicate(self, p: ParseNode) -> Node:
         if isinstance(p, Variable):
             return Var(str(p))
         if isinstance(p, URIRef):
@@ -219,7 +222,7 @@ class Lowerer:
         raise Unsupported(f"property path {p.name} (negated property sets) is not supported")
 
     # ---- terms and expressions -------------------------------------------------------------
-    def term(self, t: Any, position: str) -> Node:
+    def term(self, t: ParseNode, position: str) -> Node:
         if isinstance(t, Variable):
             return Var(str(t))
         if isinstance(t, BNode):
@@ -234,7 +237,7 @@ class Lowerer:
             return Literal(str(t), datatype=dt, lang=t.language or None)
         raise Unsupported(f"unsupported term {t!r}"[:120])
 
-    def expr(self, e: Any) -> Node:
+    def expr(self, e: ParseNode) -> Node:
         if not isinstance(e, CompValue):
             if isinstance(e, list) and len(e) == 1:
                 return self.expr(e[0])
@@ -303,16 +306,16 @@ class Lowerer:
                          None if sep is None else str(sep))
 
 
-def _g(node: Any, key: str) -> Any:
+def _g(node: ParseNode, key: str) -> ParseNode:
     """A field of a parse-tree node or None (CompValue.get returns odd values for missing keys)."""
     return node[key] if isinstance(node, CompValue) and key in node else None
 
 
-def _is_undef(v: Any) -> bool:
+def _is_undef(v: ParseNode) -> bool:
     return isinstance(v, str) and not isinstance(v, URIRef | RdfLiteral) and v.upper() == "UNDEF"
 
 
-def _nary_and(e: Any) -> list | None:
+def _nary_and(e: ParseNode) -> list[ParseNode] | None:
     """The conjuncts of `a && b && c` (three or more, under single-operand wrappers), else None."""
     while isinstance(e, CompValue) and e.name == "ConditionalOrExpression" and _g(e, "other") is None:
         e = e["expr"]
@@ -322,7 +325,7 @@ def _nary_and(e: Any) -> list | None:
     return None
 
 
-def _single_iri(p: Any) -> str | None:
+def _single_iri(p: ParseNode) -> str | None:
     """The IRI of a predicate that is a plain IRI wrapped in rdflib's path nodes, else None."""
     while isinstance(p, CompValue) and p.name in ("PathAlternative", "PathSequence", "PathElt"):
         if _g(p, "mod"):

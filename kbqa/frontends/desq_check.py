@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assembler.plan import ROLES as PLAN_ROLES
 from assembler.plan import (
@@ -89,7 +89,7 @@ def _a(kind: str) -> str:
     return ("an " if kind[:1] in "aeiou" else "a ") + kind
 
 
-def _vars_in(node: Any) -> set[str]:
+def _vars_in(node: Node) -> set[str]:
     return {n.name for n in walk(node) if isinstance(n, Var)}
 
 

@@ -8,7 +8,7 @@ The program's subset and primitives are described in `pyrag_program.py` (the pro
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbqa.frontends.pyrag_lower import PyragResult, lower_program
 from kbqa.frontends.pyrag_program import read_program
@@ -32,7 +32,7 @@ def parse_pyrag(text: str, translate_leaf: LeafTranslate | None = None, *,
                          caps=caps)
 
 
-def frontend(engine: Engine) -> Callable[[str], Any]:
+def frontend(engine: Engine) -> Callable[[str], PyragResult]:
     """The `pyrag` entry of `kbqa.frontends.FRONTENDS`: `ask_kb` sub-questions go to the engine's translator."""
     from kbqa.frontends.qcompiler import leaf_repairer, leaf_translator
 

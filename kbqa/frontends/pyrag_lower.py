@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assembler.plan import (
     IRI,
@@ -35,7 +35,7 @@ from assembler.plan import (
 from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_expr import expand_uri
-from kbqa.frontends.pyrag_program import FINAL, OPS, FStr, PCall, Program, Ref, Stmt, read_program
+from kbqa.frontends.pyrag_program import FINAL, OPS, ArgValue, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, LeafRepair, LeafTranslate, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
 
@@ -88,7 +88,7 @@ class _LowerError(Exception):
         self.info = ErrorInfo(stage, f"line {line}: {message}", line=line, ac=f"line{line}")
 
 
-def _refs(value: Any) -> list[Ref]:
+def _refs(value: ArgValue) -> list[Ref]:
     if isinstance(value, Ref):
         return [value]
     if isinstance(value, PCall):
@@ -121,7 +121,7 @@ def _slug(label: str) -> str:
     return s if not s[0].isdigit() else "p_" + s
 
 
-def _expand(uri: Any, line: int) -> str | None:
+def _expand(uri: ArgValue, line: int) -> str | None:
     if uri is None or uri == "":
         return None
     if not isinstance(uri, str):
@@ -132,7 +132,7 @@ def _expand(uri: Any, line: int) -> str | None:
     raise _LowerError(line, f"cannot read the uri {uri[:60]!r}; write wd:Q42 or <http://…>")
 
 
-def _literal(value: Any, line: int) -> Node:
+def _literal(value: ArgValue, line: int) -> Node:
     if isinstance(value, bool):
         return Literal("true" if value else "false", XSD + "boolean", ac=f"line{line}")
     if isinstance(value, int):
@@ -181,7 +181,7 @@ class _Lowerer:
         self.var_names.add(name)
         return Var(name)
 
-    def placeholder(self, kind: str, label: Any, description: Any, uri: Any, line: int) -> Placeholder:
+    def placeholder(self, kind: str, label: ArgValue, description: ArgValue, uri: ArgValue, line: int) -> Placeholder:
         if not isinstance(label, str) or not label.strip():
             raise _LowerError(line, f"the {kind} label must be a non-empty string")
         if description is not None and not isinstance(description, str):
@@ -197,7 +197,7 @@ class _Lowerer:
             self.ph_names[key] = name
         return Placeholder(self.ph_names[key], kind, "", key[1], key[2], full, ac=f"line{line}")
 
-    def value(self, v: Any, line: int, target: str) -> Val:
+    def value(self, v: ArgValue, line: int, target: str) -> Val:
         if isinstance(v, Ref):
             if v.name not in self.env:
                 raise _LowerError(line, f"{v.name!r} is used before it is assigned")

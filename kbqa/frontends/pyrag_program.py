@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from kb_dumps.stage_errors import ErrorInfo, Stage, echo
 from kbqa.settings import RequestCaps
@@ -90,8 +90,12 @@ class PCall:
     """A primitive call with its arguments by parameter name (constants, Refs, FStrs or nested PCalls)."""
 
     name: str
-    args: dict[str, Any]
+    args: dict[str, ArgValue]
     line: int
+
+
+# An argument of a primitive call: a constant, an earlier name, an f-string (ask_kb only) or a nested call.
+ArgValue: TypeAlias = str | int | float | bool | None | Ref | FStr | PCall
 
 
 @dataclass
@@ -151,7 +155,7 @@ class _Reader:
             return False
         return True
 
-    def expr(self, node: ast.expr, top: bool = False, fstring_ok: bool = False) -> Any:
+    def expr(self, node: ast.expr, top: bool = False, fstring_ok: bool = False) -> ArgValue:
         """A value: Ref, PCall, constant, FStr; None after reporting an error."""
         if isinstance(node, ast.Name):
             if not self.name_ok(node):
@@ -213,7 +217,7 @@ class _Reader:
         if len(node.args) > len(params):
             self.error(node, f"{func.id}() takes at most {len(params)} arguments ({', '.join(params)})")
             return None
-        args: dict[str, Any] = {}
+        args: dict[str, ArgValue] = {}
         ok = True
         for name, a in zip(params, node.args, strict=False):
             if isinstance(a, ast.Starred):
