@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
+from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import XSD, KBProfile
+from kb_dumps.store_types import QueryResult
 
 _INTEGER_TYPES = {XSD + t for t in ("integer", "int", "long", "short", "byte", "nonNegativeInteger",
                                     "positiveInteger", "negativeInteger", "nonPositiveInteger",
@@ -93,7 +95,7 @@ class Answers:
         i = self.vars.index(var) if var else 0
         return [r[i] for r in self.rows]
 
-    def to_result_dict(self) -> dict[str, Any]:
+    def to_result_dict(self) -> JsonObject:
         """The `QueryResult.to_dict()` shape (kind, vars, rows of terms, boolean) that eval's metrics read."""
         return {"kind": self.kind, "vars": list(self.vars), "boolean": self.boolean,
                 "rows": [[v.term() if v else None for v in r] for r in self.rows]}
@@ -125,7 +127,7 @@ def normalize_term(term: dict[str, str]) -> AnswerValue:
     return AnswerValue("literal", value, vtype, normalized, datatype=datatype)
 
 
-def _typed(value: str, datatype: str) -> tuple[str, Any]:
+def _typed(value: str, datatype: str) -> tuple[str, str | int | float | bool]:
     text = value.strip()
     try:
         if datatype in _INTEGER_TYPES:
@@ -146,7 +148,7 @@ def _typed(value: str, datatype: str) -> tuple[str, Any]:
     return "literal", value
 
 
-def make_answers(result: Any, memory: Any = None, profile: KBProfile | None = None) -> Answers:
+def make_answers(result: QueryResult, memory: LabelMemory | None = None, profile: KBProfile | None = None) -> Answers:
     """Answers from a `QueryResult`, IRIs labelled from `memory` (a LabelMemory, or None for no labels)."""
     if result.kind == "ask":
         return Answers("ask", boolean=bool(result.boolean))
@@ -156,7 +158,7 @@ def make_answers(result: Any, memory: Any = None, profile: KBProfile | None = No
     return Answers("select", list(result.vars), rows, None, bool(getattr(result, "truncated", False)))
 
 
-def add_labels(rows: list[list[AnswerValue | None]], memory: Any, profile: KBProfile | None = None) -> None:
+def add_labels(rows: list[list[AnswerValue | None]], memory: LabelMemory, profile: KBProfile | None = None) -> None:
     """Fill `label` of every IRI value in place (Wikidata property IRIs are looked up as wd:P…)."""
     def key(iri: str) -> str:
         return profile.property_entity(iri) if profile is not None else iri

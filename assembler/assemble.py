@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assembler.answers import Answers, make_answers
 from assembler.assembly_records import AssemblyResult, Attempt, PlaceholderGrounding, ReportStep
 from assembler.combinations import (
     MemoryGrounder,
+    PlaceholderGrounder,
     add_candidates,
     combinations,
     distinct_placeholders,
@@ -28,8 +29,13 @@ from assembler.diagnose import diagnose_empty
 from assembler.plan import Query
 from assembler.vocabulary import text_properties, vocabulary_candidates
 from assembler.writer import write_sparql
+from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo, QueryError, StoreError, echo
+from kb_dumps.store_types import Store
+
+if TYPE_CHECKING:
+    import pyoxigraph as ox
 
 
 @dataclass
@@ -45,7 +51,7 @@ class AssembleOptions:
     widen: bool = True  # retry once with wider candidate lists when every combination is empty
 
 
-_PARSER: Any = None
+_PARSER: ox.Store | None = None
 
 
 def parse_problem(sparql: str) -> str | None:
@@ -70,7 +76,8 @@ class Assembler:
     None; `grounder` has `.search` / `.correct` (a grounding.Grounder, or a MemoryGrounder); `memory`
     labels the answers."""
 
-    def __init__(self, profile: KBProfile | str, *, store: Any = None, grounder: Any = None, memory: Any = None,
+    def __init__(self, profile: KBProfile | str, *, store: Store | None = None,
+                 grounder: PlaceholderGrounder | None = None, memory: LabelMemory | None = None,
                  options: AssembleOptions | None = None):
         self.profile = get_profile(profile)
         self.store = store

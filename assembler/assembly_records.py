@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from assembler.answers import Answers
 from grounding.candidates import Candidate, Correction
@@ -87,6 +87,14 @@ class Attempt:
         return cls(**d)
 
 
+class PrefixCheck(TypedDict):
+    """One prefix of the WHERE clause checked by the diagnosis: up to which AC, and whether it matches (None: the
+    check failed or ran out of time)."""
+
+    ac: str | None
+    matches: bool | None
+
+
 @dataclass
 class Diagnosis:
     """Why a query came back empty: the first AC whose constraint empties the join (None when the pattern
@@ -94,7 +102,7 @@ class Diagnosis:
 
     ac: str | None
     message: str
-    checked: list[dict[str, Any]] = field(default_factory=list)  # [{"ac": "AC2", "matches": True}, …]
+    checked: list[PrefixCheck] = field(default_factory=list)  # [{"ac": "AC2", "matches": True}, …]
     alone_matches: bool | None = None  # whether the culprit AC matches anything on its own
 
     def to_dict(self) -> dict:

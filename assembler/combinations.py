@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Any
+from typing import Protocol
+
+import numpy as np
 
 from assembler.assembly_records import PlaceholderGrounding
 from assembler.plan import Placeholder, Query, placeholders
-from grounding.candidates import Candidate, Correction
+from grounding.candidates import Candidate, Correction, GroundingResult
+from grounding.context import RawContext
 from grounding.ground import LABEL_AGREEMENT
 from grounding.text import best_similarity, normalize
+from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import KBProfile
 from kb_dumps.stage_errors import KBQAError, echo
 
@@ -20,13 +24,24 @@ _MIN_SCORE = 1e-4
 KIND_DISCOUNT = 0.9
 
 
+class PlaceholderGrounder(Protocol):
+    """What the assembler asks of a grounder: `grounding.Grounder`, or `MemoryGrounder` (whose `search` gives None:
+    it proposes nothing). A grounder with an `encode_query` method gets the query vector computed once."""
+
+    def correct(self, guessed_uri: str | None, label: str, description: str | None = None,
+                kind: str | None = None, context: RawContext | None = None) -> Correction: ...
+
+    def search(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
+               context: RawContext | None = None, query_vector: np.ndarray | None = None) -> GroundingResult | None: ...
+
+
 class MemoryGrounder:
     """Grounding with no index: a guessed URI is checked against the label memory (exists, kind, label
     agrees, as `Grounder.correct` does) and nothing else is proposed. Used when `kbqa index` has not run."""
 
     reason = "the store has no grounding index (run `kbqa index --store DIR`); only guessed URIs can be used"
 
-    def __init__(self, memory: Any, profile: KBProfile):
+    def __init__(self, memory: LabelMemory | None, profile: KBProfile):
         """`memory` a LabelMemory, or None (no store: guesses are used unchecked)."""
         self.memory = memory
         self.profile = profile
@@ -36,7 +51,7 @@ class MemoryGrounder:
         return self.profile.property_entity(iri)
 
     def correct(self, guessed_uri: str | None, label: str, description: str | None = None,
-                kind: str | None = None, context: dict | None = None) -> Correction:
+                kind: str | None = None, context: RawContext | None = None) -> Correction:
         if not guessed_uri:
             return Correction("none", None, None, f"no URI was guessed; {self.reason}")
         try:
@@ -62,7 +77,7 @@ class MemoryGrounder:
         return Correction("kept", row.id, guessed_uri, f"{guessed_uri} exists with label {row.label!r}", cand)
 
     def search(self, label: str, description: str | None = None, kind: str | None = None, k: int = 10,
-               context: dict | None = None, query_vector: Any = None) -> Any:
+               context: RawContext | None = None, query_vector: np.ndarray | None = None) -> GroundingResult | None:
         return None
 
 
@@ -81,7 +96,7 @@ def _compatible(wanted: str, kind: str) -> bool:
     return (wanted == "property") == (kind == "property")
 
 
-def ground_placeholder(grounder: Any, ph: Placeholder, k: int, *, widen: bool = False) -> PlaceholderGrounding:
+def ground_placeholder(grounder: PlaceholderGrounder, ph: Placeholder, k: int, *, widen: bool = False) -> PlaceholderGrounding:
     """Candidates for one placeholder, best first: a guessed URI the KB confirms comes first; then the
     grounder's candidates of the placeholder's kind, then of the compatible kind (entity <-> class) at a
     small discount; with `widen`, also those below the grounder's threshold."""

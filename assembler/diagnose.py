@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assembler.assembly_records import Diagnosis
+from assembler.assembly_records import Diagnosis, PrefixCheck
 from assembler.plan import Group, Node, Query, SubQuery, Triple, Union, Values
 from assembler.writer import write_sparql
 from kb_dumps.profiles import KBProfile
@@ -43,7 +43,7 @@ def diagnose_empty(plan: Query, profile: KBProfile, mapping: dict[str, str], ask
     """Ask each prefix of the WHERE clause (AC by AC, in the order written); the first AC whose addition
     makes the prefix match nothing is named. Each check is an ASK, so it stops at the first match."""
     blocks = ac_blocks(plan.where)
-    checked: list[dict] = []
+    checked: list[PrefixCheck] = []
     prefix: list[Node] = []
     for ac, items in blocks:
         prefix = prefix + items

@@ -11,7 +11,10 @@ from __future__ import annotations
 import copy as _copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
+
+if TYPE_CHECKING:
+    from kb_dumps.json_types import JsonObject, JsonValue
 
 N = TypeVar("N", bound="Node")
 
@@ -26,6 +29,9 @@ UNARY_OPS = ("!", "-", "+")
 AGGREGATES = ("COUNT", "SUM", "MIN", "MAX", "AVG", "SAMPLE", "GROUP_CONCAT")
 
 _REGISTRY: dict[str, type[Node]] = {}
+# What a node's field holds: a child node, a name / literal text / flag / number, or a list of these (rows of
+# Values are lists of lists).
+FieldValue: TypeAlias = "Node | str | int | bool | None | list[FieldValue]"
 
 
 @dataclass
@@ -35,13 +41,13 @@ class Node:
     tag: ClassVar[str] = "node"
     ac: str | None = field(default=None, kw_only=True)
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, **kw: Any) -> None:  # class keywords, passed on as they are
         super().__init_subclass__(**kw)
         cls.tag = cls.__name__.lower()
         _REGISTRY[cls.tag] = cls
 
-    def to_dict(self) -> dict:
-        out: dict[str, Any] = {"node": self.tag}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"node": self.tag}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "ac" and value is None:
@@ -67,7 +73,7 @@ class Node:
         return fn(replace(self, **changes))
 
     @staticmethod
-    def from_dict(data: dict) -> Node:
+    def from_dict(data: JsonObject) -> Node:
         """Rebuild any node from its `to_dict()` form. Raises ValueError on an unknown tag or field."""
         node = _decode(data)
         if not isinstance(node, Node):
@@ -75,7 +81,7 @@ class Node:
         return node
 
 
-def _transform(value: Any, fn: Callable[[Node], Node]) -> Any:
+def _transform(value: FieldValue, fn: Callable[[Node], Node]) -> FieldValue:
     if isinstance(value, Node):
         return value.transform(fn)
     if isinstance(value, list):
@@ -83,7 +89,7 @@ def _transform(value: Any, fn: Callable[[Node], Node]) -> Any:
     return _copy.deepcopy(value)  # rows of Values, datatypes: plain data, copied so the new tree owns them
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: FieldValue) -> JsonValue:
     if isinstance(value, Node):
         return value.to_dict()
     if isinstance(value, list | tuple):
@@ -91,7 +97,7 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: JsonValue) -> FieldValue:
     if isinstance(value, dict):
         tag = value.get("node")
         cls = _REGISTRY.get(tag) if isinstance(tag, str) else None
@@ -330,9 +336,9 @@ class Query(Node):
 # ---- helpers -------------------------------------------------------------------------------
 
 
-def walk(node: Any) -> Iterator[Node]:
+def walk(node: FieldValue) -> Iterator[Node]:
     """Every node under `node` (itself included), depth-first in field order."""
-    stack: list[Any] = [node]
+    stack: list[FieldValue] = [node]
     while stack:
         cur = stack.pop()
         if isinstance(cur, Node):
@@ -351,7 +357,7 @@ def placeholders(node: Node) -> list[Placeholder]:
 def pattern_vars(group: Group) -> set[str]:
     """Names of the variables a group pattern can bind (sub-queries: their projection only)."""
     out: set[str] = set()
-    stack: list[Any] = list(group.items)
+    stack: list[Node] = list(group.items)
     while stack:
         cur = stack.pop()
         if isinstance(cur, SubQuery):
