@@ -27,6 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+from grounding.schema_queries import (
+    WHOLE_KG_ROWS,
+    FetchStats,
+    class_queries,
+    datatype_queries,
+    grouped,
+    keyset,
+    per_predicate,
+    value_queries,
+    whole_kg,
+)
 from grounding.text import normalize
 from kb_dumps.json_types import JsonObject
 from kb_dumps.label_memory import LabelMemory, LabelRow
@@ -225,8 +236,10 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
     t0 = time.perf_counter()
     tp = profile.type_predicate
     skip = set(profile.label_predicates) | set(profile.description_predicates) | set(profile.alias_predicates)
+    stats = FetchStats()
     classes: dict[str, ClassInfo] = {}
-    for c, n in _rows(store, f"SELECT ?c (COUNT(?s) AS ?n) WHERE {{ ?s <{tp}> ?c }} GROUP BY ?c"):
+    q_classes = f"SELECT ?key (COUNT(?s) AS ?n) WHERE {{{{ ?s <{tp}> ?key {{after}} }}}} GROUP BY ?key {{limit}}"
+    for c, n in keyset(store, q_classes, stats):
         if _val(c) and c.get("type") == "uri":
             classes[_val(c)] = {"count": int(_val(n) or 0)}
     preds: dict[str, PredicateInfo] = {}
@@ -236,32 +249,35 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
             preds[p] = PredicateInfo(label="", name=readable_name(p))
         return preds[p]
 
-    q_kinds = ("SELECT ?p (SUM(IF(isLiteral(?o), 1, 0)) AS ?lit) (COUNT(*) AS ?n) WHERE { ?s ?p ?o } GROUP BY ?p")
-    for p, lit, n in _rows(store, q_kinds):
-        if _val(p) in skip:
+    q_kinds = ("SELECT ?key (SUM(IF(isLiteral(?o), 1, 0)) AS ?lit) (COUNT(*) AS ?n) WHERE {{ ?s ?key ?o {after} }} "
+               "GROUP BY ?key {limit}")
+    for p, lit, n in keyset(store, q_kinds, stats):
+        if _val(p) in skip or not _val(p):
             continue
         i = info(_val(p))
         i.count, i.literals = int(_val(n) or 0), int(_val(lit) or 0)
         i.iris = i.count - i.literals
-    q_dt = ("SELECT ?p ?dt (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isLiteral(?o)) BIND(DATATYPE(?o) AS ?dt) } "
-            "GROUP BY ?p ?dt")
-    for p, dt, n in _rows(store, q_dt):
+    with_literals = sorted(p for p, i in preds.items() if i.literals)
+    for p, dt, n in grouped(store, "datatypes", *datatype_queries(), with_literals, stats):
         if _val(p) in preds and _val(dt):
             preds[_val(p)].datatypes[_val(dt)] = int(_val(n) or 0)
-    for p, c, n in _rows(store, f"SELECT ?p ?c (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . ?s <{tp}> ?c }} GROUP BY ?p ?c"):
-        if _val(p) in preds and _val(c):
-            preds[_val(p)].domains[_val(c)] = int(_val(n) or 0)
-    for p, c, n in _rows(store, f"SELECT ?p ?c (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . ?o <{tp}> ?c }} GROUP BY ?p ?c"):
-        if _val(p) in preds and _val(c):
-            preds[_val(p)].ranges[_val(c)] = int(_val(n) or 0)
+    for side, attr in (("s", "domains"), ("o", "ranges")):
+        for p, c, n in grouped(store, attr, *class_queries(tp, side, MAX_CLASSES_PER_PREDICATE), sorted(preds), stats):
+            if _val(p) in preds and _val(c):
+                getattr(preds[_val(p)], attr)[_val(c)] = int(_val(n) or 0)
     for i in preds.values():
         i.domains = dict(sorted(i.domains.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
         i.ranges = dict(sorted(i.ranges.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
     values: dict[str, list[ValueRow]] = defaultdict(list)
-    q_values = (f"SELECT ?p ?o (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o FILTER(isLiteral(?o) && "
-                f"STRLEN(STR(?o)) <= {MAX_VALUE_CHARS}) }} GROUP BY ?p ?o")
+    whole_values, one_values = value_queries(MAX_VALUE_CHARS)
+    # distinct (predicate, literal) pairs are at most the literal triples: few enough, one query over the KG
+    literal_triples = sum(i.literals for i in preds.values())
+    rows = (whole_kg(store, whole_values, stats) if literal_triples <= WHOLE_KG_ROWS else None)
+    if rows is None:
+        rows = ([{"type": "uri", "value": p}, *row]
+                for p, row in per_predicate(store, "values", one_values, with_literals, stats))
     kept = 0
-    for p, o, n in _rows(store, q_values):
+    for p, o, n in rows:
         pid = _val(p)
         if pid in skip or pid not in preds or kept >= MAX_VALUES:
             continue
@@ -269,12 +285,13 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
         norm = normalize(text)
         if not norm or len(norm.split()) > MAX_VALUE_WORDS:
             continue
-        values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype")])
+        values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype") if o else None])
         kept += 1
     _label(classes, preds, profile, memory)
     groups = build_groups(store, preds, memory)
     meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
-            "values": kept, "seconds": round(time.perf_counter() - t0, 3)}
+            "values": kept, "seconds": round(time.perf_counter() - t0, 3), "queries": stats.queries,
+            "per_predicate": stats.per_predicate, "skipped": stats.skipped}
     log.info("schema memory: %s", meta)
     return SchemaMemory(classes, preds, dict(values), meta, groups)
 
