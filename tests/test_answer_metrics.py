@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from metric_checks import close
 
 from eval.answer_metrics import (
     XSD,
@@ -16,15 +17,10 @@ from eval.answer_metrics import (
     score_question,
     term_key,
 )
-from eval.query_metrics import PRF
 from eval.records import Record
 from kb_dumps.store_types import QueryResult
 
 WD = "http://www.wikidata.org/entity/"
-
-
-def close(prf: PRF, p: float, r: float, f: float) -> None:
-    assert (prf.precision, prf.recall, prf.f1) == pytest.approx((p, r, f))
 
 
 def lit(value: str, datatype: str | None = None, lang: str | None = None) -> dict:

@@ -29,14 +29,8 @@ GROUNDING
 [population] property | population | number of inhabitants | wdt:P1082
 """
 
-BROKEN = """ATOMIC CONSTRAINTS
-AC1: we need something
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => ?var1 [unknown] ?var2 .
-GROUNDING
-[unused] entity | nothing | nothing
-"""
+# A DeSQ text that fails validation: a placeholder with no grounding line, a grounding line no fragment uses.
+BROKEN = (Path(__file__).parent / "fixtures" / "desq_invalid" / "unknown_placeholder.desq").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,13 @@ import json
 import random
 import re
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metric_checks import close
 
 from eval.loaders import load_benchmark
 from eval.loaders_sparql import mask_opaque
 from eval.query_metrics import (
-    PRF,
     PlaceholderScore,
     QueryScore,
     normalise_query,
@@ -23,10 +22,6 @@ from eval.query_metrics import (
 )
 
 GOLD = "SELECT ?x WHERE { wd:Q1 wdt:P31 ?x . ?x wdt:P279 wd:Q2 }"
-
-
-def close(prf: PRF, p: float, r: float, f: float) -> None:
-    assert (prf.precision, prf.recall, prf.f1) == pytest.approx((p, r, f))
 
 
 def test_renamed_variables_match():

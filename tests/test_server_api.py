@@ -16,14 +16,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "desq_real"
 QUESTION = "what is the capital of atlantis"
 # The capital of Atlantis, the shared DeSQ example over assemble_kb.nt (the tiny store).
 CAPITAL = (Path(__file__).parent / "fixtures" / "desq_real" / "capital_atlantis.desq").read_text(encoding="utf-8")
-MALFORMED = """ATOMIC CONSTRAINTS
-AC1: we need something
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => ?var1 [unknown] ?var2 .
-GROUNDING
-[unused] entity | nothing | nothing
-"""
+# A DeSQ text that fails validation: a placeholder with no grounding line, a grounding line no fragment uses.
+MALFORMED = (Path(__file__).parent / "fixtures" / "desq_invalid" / "unknown_placeholder.desq").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
