@@ -5,10 +5,15 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eval.attribution import STAGE_ORDER
 from eval.summary import Summary, failure_rows, kind_cell, summary_rows
+from kb_dumps.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -21,7 +26,7 @@ table.failures td { text-align: left; vertical-align: top; }
 """
 
 
-def _png(fig: Any) -> str:
+def _png(fig: Figure) -> str:
     """A matplotlib Figure as a data: URI (object API + Agg canvas: no pyplot global state, thread-safe)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -31,14 +36,14 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _figure(width: float = 6.0, height: float = 3.2) -> tuple[Any, Any]:
+def _figure(width: float = 6.0, height: float = 3.2) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height))
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _grouped_bars(ax: Any, labels: list[str], series: list[tuple[str, list[float]]]) -> None:
+def _grouped_bars(ax: Axes, labels: list[str], series: list[tuple[str, list[float]]]) -> None:
     n = max(len(series), 1)
     width = 0.8 / n
     for i, (name, values) in enumerate(series):
@@ -49,20 +54,34 @@ def _grouped_bars(ax: Any, labels: list[str], series: list[tuple[str, list[float
         ax.legend(fontsize=8)
 
 
-def stage_plot(summaries: list[Summary]) -> str:
-    fig, ax = _figure()
-    _grouped_bars(ax, list(STAGE_ORDER), [(s.system, [float(s.stages.get(k, 0)) for k in STAGE_ORDER])
-                                          for s in summaries])
-    ax.set_ylabel("questions")
-    ax.set_title("Failures per stage (first stage that failed)")
+def _bar_chart(labels: list[str], series: list[tuple[str, list[float]]], title: str, *, ylabel: str | None = None,
+               xlabel: str | None = None, percent: bool = False, legend: bool = False,
+               size: tuple[float, float] = (6.0, 3.2)) -> str:
+    """One grouped bar chart as a data: URI: a bar per series at each label (`percent`: the y axis 0-100)."""
+    fig, ax = _figure(*size)
+    _grouped_bars(ax, labels, series)
+    if legend:
+        ax.legend(fontsize=8)
+    if percent:
+        ax.set_ylim(0, 100)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title)
     return _png(fig)
+
+
+def stage_plot(summaries: list[Summary]) -> str:
+    return _bar_chart(list(STAGE_ORDER), [(s.system, [float(s.stages.get(k, 0)) for k in STAGE_ORDER])
+                                          for s in summaries],
+                      "Failures per stage (first stage that failed)", ylabel="questions")
 
 
 def f1_plot(summaries: list[Summary]) -> str | None:
     hs = [s for s in summaries if s.f1_histogram]
     if not hs:
         return None
-    fig, ax = _figure()
     edges = hs[0].f1_histogram["edges"]  # type: ignore[index]
     labels = [f"{edges[i]:.1f}–{edges[i + 1]:.1f}" for i in range(len(edges) - 1)]
     series = []
@@ -70,12 +89,8 @@ def f1_plot(summaries: list[Summary]) -> str | None:
         h = s.f1_histogram or {}
         tag = f"{s.system} " if len(hs) > 1 else ""
         series += [(tag + "QALD", [float(x) for x in h["qald"]]), (tag + "strict", [float(x) for x in h["strict"]])]
-    _grouped_bars(ax, labels, series)
-    ax.legend(fontsize=8)
-    ax.set_xlabel("answer F1 per question")
-    ax.set_ylabel("questions")
-    ax.set_title("Answer-F1 histogram")
-    return _png(fig)
+    return _bar_chart(labels, series, "Answer-F1 histogram", xlabel="answer F1 per question", ylabel="questions",
+                      legend=True)
 
 
 def grounding_plot(summaries: list[Summary]) -> str | None:
@@ -83,29 +98,22 @@ def grounding_plot(summaries: list[Summary]) -> str | None:
     if not gs:
         return None
     kinds = sorted({k for s in gs for k in (s.grounding or {})["by_kind"]})
-    fig, ax = _figure(5, 3)
-    _grouped_bars(ax, [*kinds, "overall"],
-                  [(s.system, [100 * ((s.grounding or {})["by_kind"].get(k) or {"accuracy": 0})["accuracy"]
-                               for k in kinds] + [100 * (s.grounding or {})["overall"]["accuracy"]]) for s in gs])
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("% correct")
-    ax.set_title("Grounding accuracy by kind")
-    return _png(fig)
+    return _bar_chart([*kinds, "overall"],
+                      [(s.system, [100 * ((s.grounding or {})["by_kind"].get(k) or {"accuracy": 0})["accuracy"]
+                                   for k in kinds] + [100 * (s.grounding or {})["overall"]["accuracy"]]) for s in gs],
+                      "Grounding accuracy by kind", ylabel="% correct", percent=True, size=(5, 3))
 
 
 def metric_plot(summaries: list[Summary]) -> str | None:
     """F1 per dataset × system, when several runs are compared."""
     if len(summaries) < 2:
         return None
-    fig, ax = _figure()
     labels = [f"{s.dataset} / {s.system}" for s in summaries]
-    _grouped_bars(ax, labels, [
+    return _bar_chart(labels, [
         ("QALD F1", [100 * ((s.answer or {}).get("qald") or {}).get("f1", 0.0) for s in summaries]),
         ("strict F1", [100 * ((s.answer or {}).get("strict") or {}).get("f1", 0.0) for s in summaries]),
-        ("exact match", [100 * (s.query or {}).get("exact_match", 0.0) for s in summaries])])
-    ax.set_ylim(0, 100)
-    ax.set_title("Metrics per dataset and system (%)")
-    return _png(fig)
+        ("exact match", [100 * (s.query or {}).get("exact_match", 0.0) for s in summaries])],
+        "Metrics per dataset and system (%)", percent=True)
 
 
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -117,7 +125,7 @@ def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     return "\n".join(out)
 
 
-def html_report(summaries: list[Summary], results: list[dict[str, Any]] | None = None) -> str:
+def html_report(summaries: list[Summary], results: list[JsonObject] | None = None) -> str:
     """The whole report as one HTML page; every image is inline, nothing is fetched."""
     e = html.escape
     head, rows = summary_rows(summaries)
