@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from eval.query_metrics import PRF, queries_match
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.profiles import FREEBASE_NS, WIKIDATA_PREFIXES
+from kb_dumps.store_types import QueryResult
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 _NUMERIC = {XSD + t for t in ("integer", "decimal", "double", "float", "long", "int", "short", "byte",
@@ -27,6 +29,9 @@ _PREFIXES = {**WIKIDATA_PREFIXES, "ns": FREEBASE_NS, "fb": FREEBASE_NS}
 # 15 significant digits over any exponent (the default context overflows past 1E+999999)
 _WIDE = Context(prec=15, Emax=MAX_EMAX, Emin=MIN_EMIN)
 Key = tuple  # a normalised value: ("iri", ...), ("num", ...), ("date", ...), ("bool", ...), ("str", ...)
+# Every answer form `as_answers` reads: a store's result, or the JSON forms (its dict, SPARQL-JSON results, rows,
+# terms, a bool, None).
+AnswersInput: TypeAlias = QueryResult | JsonValue
 
 
 def _number_key(value: str) -> Key | None:
@@ -82,7 +87,7 @@ def _iri_key(iri: str) -> Key:
     return ("iri", iri)
 
 
-def term_key(term: Any) -> Key | None:
+def term_key(term: JsonValue | Decimal) -> Key | None:
     """A comparable key for one answer value: a SPARQL-JSON term dict, a plain string, a bool or a number."""
     if term is None:
         return None
@@ -131,7 +136,7 @@ class AnswerSet:
         return self.kind == "select" and not self.rows
 
 
-def as_answers(x: Any) -> AnswerSet:
+def as_answers(x: AnswersInput) -> AnswerSet:
     """Normalise any answer form: QueryResult (or its dict), Record.gold_result(), SPARQL-JSON results,
     a list of rows, a list of terms / strings (one column), a bool (ASK), or None (no answers)."""
     if x is None:
@@ -211,13 +216,13 @@ class AnswerScore:
     query_match: bool | None = None
     note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         d = asdict(self)
         d["qald"], d["strict"] = self.qald.to_dict(), self.strict.to_dict()
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> AnswerScore:
+    def from_dict(cls, d: JsonObject) -> AnswerScore:
         return cls(PRF.from_dict(d["qald"]), PRF.from_dict(d["strict"]), d["gold_empty"], d["pred_empty"],
                    d["both_empty"], d.get("query_match"), d.get("note"))
 
@@ -238,7 +243,7 @@ def _qald_prf(gold: AnswerSet, pred: AnswerSet) -> tuple[PRF, str | None]:
     return table_prf(gold, pred), None
 
 
-def score_question(gold: Any, pred: Any, *, gold_sparql: str | None = None, pred_sparql: str | None = None,
+def score_question(gold: AnswersInput, pred: AnswersInput, *, gold_sparql: str | None = None, pred_sparql: str | None = None,
                    query_match: bool | None = None, kb: str = "wikidata") -> AnswerScore:
     """QALD-style and strict P/R/F1 of one question (see eval/README.md for the rules).
 
@@ -271,11 +276,11 @@ class AnswerSummary:
     both_empty: int
     both_empty_unmatched: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> AnswerSummary:
+    def from_dict(cls, d: JsonObject) -> AnswerSummary:
         return cls(**d)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.profiles import KBProfile, get_profile
 from kb_dumps.stage_errors import PIPELINE_ORDER, Stage
 
@@ -22,13 +22,13 @@ class Attribution:
 
     stage: str
     message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: JsonObject = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Attribution:
+    def from_dict(cls, d: JsonObject) -> Attribution:
         return cls(d["stage"], d["message"], dict(d.get("evidence") or {}))
 
 
@@ -38,13 +38,13 @@ def stage_rank(stage: str) -> int:
     return STAGE_ORDER.index(stage) if stage in STAGE_ORDER else STAGE_ORDER.index("execute")
 
 
-def _first_error(errors: list[dict[str, Any]]) -> dict[str, Any]:
+def _first_error(errors: list[JsonObject]) -> JsonObject:
     # Stable: among errors of the same stage the one reported first wins.
     return min(errors, key=lambda e: stage_rank(str(e.get("stage", "execute"))))
 
 
-def wrong_placeholders(grounding: dict[str, dict[str, Any]] | None, placeholder_score: dict | None,
-                       kb: str = "wikidata") -> list[dict[str, Any]]:
+def wrong_placeholders(grounding: dict[str, JsonObject] | None, placeholder_score: JsonObject | None,
+                       kb: str = "wikidata") -> list[JsonObject]:
     """Wrongly grounded placeholders with their candidate lists (and whether the gold IRI was among them)."""
     if not placeholder_score:
         return []
@@ -71,11 +71,11 @@ def _full(profile: KBProfile, iri: str | None) -> str | None:
         return str(iri)
 
 
-def attribute(*, correct: bool, stage_errors: list[dict[str, Any]] | None = None, pred_sparql: str | None = None,
-              assembled: bool = False, query_score: dict[str, Any] | None = None,
-              wrong_grounding: list[dict[str, Any]] | None = None, refused: dict[str, Any] | None = None,
-              exec_error: dict[str, Any] | None = None, answer: dict[str, Any] | None = None,
-              answer_diff: dict[str, Any] | None = None) -> Attribution | None:
+def attribute(*, correct: bool, stage_errors: list[JsonObject] | None = None, pred_sparql: str | None = None,
+              assembled: bool = False, query_score: JsonObject | None = None,
+              wrong_grounding: list[JsonObject] | None = None, refused: JsonObject | None = None,
+              exec_error: JsonObject | None = None, answer: JsonObject | None = None,
+              answer_diff: JsonObject | None = None) -> Attribution | None:
     """The first failed stage of one question, or None when it is fully correct.
 
     In order: an error the predictor reported (earliest stage first); no query (`translate`); a wrong

@@ -19,7 +19,8 @@ import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+from kb_dumps.json_types import JsonObject, JsonValue
 
 RUN = 5
 BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
@@ -43,11 +44,11 @@ def _read(path: Path) -> str:
         return f.read()
 
 
-def _json(rel: str, root: Path) -> Any:
+def _json(rel: str, root: Path) -> JsonValue:
     return json.loads(_read(root / rel))
 
 
-def _qald(data: dict[str, Any]) -> list[str]:
+def _qald(data: JsonObject) -> list[str]:
     return [s["string"] for q in data["questions"] for s in q["question"] if s.get("language", "en") == "en"]
 
 
@@ -59,7 +60,7 @@ def _lcquad(rel: str, root: Path) -> list[str | None]:
     return [x.get(k) for x in _json(rel, root) for k in ("question", "paraphrased_question")]
 
 
-def families(root: Path = BENCHMARKS) -> list[tuple[list[Any], list[Any]]]:
+def families(root: Path = BENCHMARKS) -> list[tuple[list[str | None], list[str | None]]]:
     """(dev questions, train questions) per family, from the bundled benchmark copies."""
     spider_dev = [q for kg in SPIDER_DEV_KGS for q in _qald(_json(f"spider4sparql/{kg}.json.gz", root))]
     bestiary = _qald(_json("bestiary/beastiary_with_qald_format.json.gz", root))

@@ -7,10 +7,10 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from eval.loaders_formats import READERS, fail
 from eval.records import Record
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.stage_errors import KBQAError
 
 FORMATS = tuple(READERS)  # the names `--dataset-format` accepts
@@ -60,7 +60,7 @@ def read_text(path: Path) -> str:
                         file=str(path)) from e
 
 
-def _parse_json(path: Path, text: str) -> Any:
+def _parse_json(path: Path, text: str) -> JsonValue:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -68,7 +68,7 @@ def _parse_json(path: Path, text: str) -> Any:
                         line=e.lineno) from e
 
 
-def _json_format(data: Any) -> str | None:
+def _json_format(data: JsonValue) -> str | None:
     if isinstance(data, dict):
         return "qald" if isinstance(data.get("questions"), list) else None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
@@ -90,7 +90,7 @@ def _json_format(data: Any) -> str | None:
 _SQ_LINE = re.compile(r"Q\d+\t[PR]\d+\tQ\d+\t")
 
 
-def _detect(path: Path, text: str) -> tuple[str, Any]:
+def _detect(path: Path, text: str) -> tuple[str, JsonValue]:
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
         data = _parse_json(path, text)
@@ -164,7 +164,7 @@ def resolve_benchmark(name_or_path: str | Path) -> tuple[Path, str | None, str]:
                     stage="usage")
 
 
-def load_benchmark(name_or_path: str | Path, fmt: str | None = None, **kw: Any) -> list[Record]:
+def load_benchmark(name_or_path: str | Path, fmt: str | None = None, **kw: str | bool | int | None) -> list[Record]:
     """Load a registry benchmark by name, or any file in a supported format."""
     path, known_fmt, name = resolve_benchmark(name_or_path)
     kw.setdefault("dataset", name)
@@ -183,11 +183,11 @@ class BenchmarkInfo:
     description: str
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BenchmarkInfo:
+    def from_dict(cls, d: JsonObject) -> BenchmarkInfo:
         return cls(**d)
 
 

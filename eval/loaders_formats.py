@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.records import Record, Term, clean_term, literal, rows_from_bindings, uri
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.profiles import FREEBASE_NS, WIKIDATA_PREFIXES, detect_profile
 from kb_dumps.stage_errors import KBQAError
 
@@ -25,7 +25,7 @@ def fail(path: Path, message: str, rec_id: str | int | None = None, line: int | 
                      qid=None if rec_id is None else str(rec_id))
 
 
-def text_or_none(value: Any) -> str | None:
+def text_or_none(value: JsonValue) -> str | None:
     if not isinstance(value, str):
         return None
     s = " ".join(value.split())
@@ -33,7 +33,7 @@ def text_or_none(value: Any) -> str | None:
 
 
 def make_record(rec_id: str | int, questions: dict[str, str], sparql: str | None, *, kb: str, dataset: str,
-                meta: dict[str, Any] | None = None, answers: list | None = None, answer_vars: list[str] | None = None,
+                meta: JsonObject | None = None, answers: list | None = None, answer_vars: list[str] | None = None,
                 boolean: bool | None = None, check_syntax: bool = True) -> Record:
     """Build a Record, preparing the gold query and deciding usability (reason kept, never dropped)."""
     meta = dict(meta or {})
@@ -65,7 +65,7 @@ def file_kb(path: Path, sparqls: list[str | None]) -> str:
 
 
 # ---- QALD JSON (QALD-7/9-plus/10, BESTIARY) and its flat variant [{id, question, sparql}] --------
-def _qald_answers(path: Path, rid: str | int, raw: Any) -> tuple[list | None, list[str], bool | None]:
+def _qald_answers(path: Path, rid: str | int, raw: JsonValue) -> tuple[list | None, list[str], bool | None]:
     if raw is None or raw == []:
         return None, [], None
     if not isinstance(raw, list) or not isinstance(raw[0], dict):
@@ -96,7 +96,7 @@ def _qald_questions(path: Path, rid: str | int, q: dict) -> dict[str, str]:
     return out
 
 
-def load_qald(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+def load_qald(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     file_id = None
     if isinstance(data, dict):
         items = data.get("questions")
@@ -127,7 +127,7 @@ def load_qald(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[R
     return out
 
 
-def _qald_dataset_id(path: Path, dataset: Any) -> str | None:
+def _qald_dataset_id(path: Path, dataset: JsonValue) -> str | None:
     """QALD's `"dataset": {"id": "qald-9-test-multilingual"}`; a bare string id is read as the id too."""
     if dataset is None or isinstance(dataset, str):
         return dataset or None
@@ -141,7 +141,7 @@ def _qald_dataset_id(path: Path, dataset: Any) -> str | None:
 
 
 # ---- LC-QuAD 2.0 ---------------------------------------------------------------------------------
-def load_lcquad2(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+def load_lcquad2(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
     for i, q in enumerate(data):
         if not isinstance(q, dict) or "uid" not in q or "sparql_wikidata" not in q:
@@ -166,13 +166,13 @@ _ALIGN_QUERY = re.compile(r"Query:\s*(.*?)\s*(?:\nEntities:|$)", re.S)
 _ALIGN_ENTITY = re.compile(r"\s*(.+?) with QID (Q\d+);")
 
 
-def load_wwq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+def load_wwq(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
     for i, q in enumerate(data):
         if not isinstance(q, dict) or "id" not in q or "sparql" not in q:
             raise fail(path, "WikiWebQuestions records need 'id' and 'sparql'",
                        q.get("id", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
-        meta: dict[str, Any] = {}
+        meta: JsonObject = {}
         # The question's field differs by copy: `utterance` (the WikiWebQuestions release), `question` (SPINACH's
         # copy, {id, question, sparql}), or inside `input` (the WikiSP alignment file).
         if "utterance" in q or "question" in q:
@@ -197,7 +197,7 @@ def load_wwq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Re
 
 
 # ---- RuBQ 1.0 / 2.0 --------------------------------------------------------------------------------
-def load_rubq(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+def load_rubq(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
     for i, q in enumerate(data):
         if not isinstance(q, dict) or "uid" not in q or "question_text" not in q:
@@ -226,7 +226,7 @@ def _freebase_term(value: str, is_entity: bool | None = None) -> Term:
     return literal(value)
 
 
-def load_grailqa(path: Path, data: Any, dataset: str, check_syntax: bool) -> list[Record]:
+def load_grailqa(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
     for i, q in enumerate(data):
         rid = (q.get("qid", q.get("ID")) if isinstance(q, dict) else None)

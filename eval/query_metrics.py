@@ -6,7 +6,7 @@ import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 from rdflib import BNode, Literal, URIRef, Variable
@@ -14,15 +14,26 @@ from rdflib.paths import Path as RdfPath
 from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import Identifier
 from scipy.optimize import linear_sum_assignment
 
 from eval.loaders_sparql import UnusableQuery, add_missing_prefixes, rewrite_label_service, standard_prefixes
+from kb_dumps.json_types import JsonObject
 from kb_dumps.profiles import WIKIDATA_PREFIXES, KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo
 
 # Algebra nodes whose children may be reordered without changing the query's meaning.
 _COMMUTATIVE = {"Join", "Union"}
 _WD_ENTITY = WIKIDATA_PREFIXES["wd"]
+# A term of rdflib's algebra (URIRef, Literal, Variable, BNode) or a property path in a triple's middle.
+RdfTerm: TypeAlias = Identifier | RdfPath
+# A node of rdflib's SPARQL algebra: a CompValue, a term, a container of nodes, or a plain value (an operator's
+# text, a number, a flag).
+AlgebraNode: TypeAlias = ("CompValue | RdfTerm | str | int | float | bool | None | list[AlgebraNode] "
+                          "| tuple[AlgebraNode, ...] | set[AlgebraNode] | frozenset[AlgebraNode] "
+                          "| dict[AlgebraNode, AlgebraNode]")
+# What a variable's colour is hashed from: its contexts, or (position, neighbours' colours) per triple.
+_Signature: TypeAlias = list[str] | list[str | tuple[int, tuple[str, ...]]]
 
 
 @dataclass
@@ -68,28 +79,28 @@ class QueryScore:
     triples: PRF = field(default_factory=PRF)
     entities: PRF = field(default_factory=PRF)
     properties: PRF = field(default_factory=PRF)
-    error: dict[str, Any] | None = None  # ErrorInfo.to_dict() when a query did not parse
+    error: JsonObject | None = None  # ErrorInfo.to_dict() when a query did not parse
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"exact_match": self.exact_match, "triples": self.triples.to_dict(),
                 "entities": self.entities.to_dict(), "properties": self.properties.to_dict(), "error": self.error}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> QueryScore:
+    def from_dict(cls, d: JsonObject) -> QueryScore:
         return cls(bool(d["exact_match"]), PRF.from_dict(d["triples"]), PRF.from_dict(d["entities"]),
                    PRF.from_dict(d["properties"]), d.get("error"))
 
 
 # ---- normalisation ------------------------------------------------------------------------------
-def _h(x: Any) -> str:
+def _h(x: _Signature) -> str:
     return hashlib.blake2b(repr(x).encode(), digest_size=8).hexdigest()
 
 
-def _is_var(t: Any) -> bool:
+def _is_var(t: AlgebraNode) -> bool:
     return isinstance(t, (Variable, BNode))
 
 
-def _const(t: Any) -> str:
+def _const(t: AlgebraNode) -> str:
     if isinstance(t, URIRef):
         return f"<{t}>"
     if isinstance(t, Literal):
@@ -100,7 +111,7 @@ def _const(t: Any) -> str:
     return repr(t)
 
 
-def _path_iris(p: Any) -> list[str]:
+def _path_iris(p: RdfTerm | None) -> list[str]:
     if isinstance(p, URIRef):
         return [str(p)]
     out = []
@@ -115,20 +126,20 @@ class _Collector:
     """One walk over the algebra: triples, variable contexts in order of appearance, IRIs by position."""
 
     def __init__(self) -> None:
-        self.triples: list[tuple] = []
+        self.triples: list[tuple[RdfTerm, RdfTerm, RdfTerm]] = []
         self.contexts: dict[str, list[str]] = {}
         self.order: list[str] = []
         self.iris_other: list[str] = []
         self.iris_pred: list[str] = []
 
-    def var(self, v: Any, ctx: str) -> None:
+    def var(self, v: Variable | BNode, ctx: str) -> None:
         name = str(v) if isinstance(v, Variable) else f"_:{v}"
         if name not in self.contexts:
             self.contexts[name] = []
             self.order.append(name)
         self.contexts[name].append(ctx)
 
-    def walk(self, node: Any, ctx: str = "") -> None:
+    def walk(self, node: AlgebraNode, ctx: str = "") -> None:
         if isinstance(node, CompValue):
             if node.name == "BGP":
                 for t in node["triples"]:
@@ -159,7 +170,7 @@ class _Collector:
 
 def _canonical_names(c: _Collector) -> dict[str, str]:
     """Variable name -> ?vN, by colour refinement over the triples (names never matter, structure does)."""
-    def key(term: Any) -> str:
+    def key(term: RdfTerm) -> str:
         return (str(term) if isinstance(term, Variable) else f"_:{term}") if _is_var(term) else _const(term)
 
     colour = {v: _h(sorted(c.contexts[v])) for v in c.order}
@@ -176,7 +187,7 @@ def _canonical_names(c: _Collector) -> dict[str, str]:
     return {v: f"?v{i}" for i, v in enumerate(ranked)}
 
 
-def _serialise(node: Any, names: dict[str, str]) -> str:
+def _serialise(node: AlgebraNode, names: dict[str, str]) -> str:
     """A canonical text of an rdflib algebra node (any of its node, term and container types), with variables
     renamed by `names`: two queries that differ only in order or nesting serialise alike."""
     if isinstance(node, Variable):
@@ -201,8 +212,8 @@ def _serialise_comp(node: CompValue, names: dict[str, str]) -> str:
         return _serialise(node["expr"], names)  # `ASC(?x)` and `?x` order alike
     if node.name in ("ConditionalAndExpression", "ConditionalOrExpression"):
         # `(a && b) && c` = `a && (b && c)` = `a && b && c`: flatten and sort the operands
-        operands: list[Any] = []
-        stack: list[Any] = [node]
+        operands: list[AlgebraNode] = []
+        stack: list[AlgebraNode] = [node]
         while stack:
             n = stack.pop()
             if isinstance(n, CompValue) and n.name == node.name:
@@ -346,13 +357,13 @@ class PlaceholderScore:
 
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
     overall: dict[str, float] = field(default_factory=dict)
-    wrong: list[dict[str, Any]] = field(default_factory=list)
+    wrong: list[JsonObject] = field(default_factory=list)  # {placeholder, kind, predicted, gold}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PlaceholderScore:
+    def from_dict(cls, d: JsonObject) -> PlaceholderScore:
         return cls(dict(d["by_kind"]), dict(d["overall"]), list(d["wrong"]))
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+
+from kb_dumps.json_types import JsonObject
 
 XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 
@@ -31,7 +32,7 @@ class Record:
     usable: bool = True
     reason: str | None = None
     dataset: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
     answer_vars: list[str] = field(default_factory=list)
     boolean: bool | None = None
 
@@ -46,7 +47,7 @@ class Record:
     def has_gold_answers(self) -> bool:
         return self.boolean is not None or self.answers is not None
 
-    def gold_result(self) -> dict[str, Any] | None:
+    def gold_result(self) -> JsonObject | None:
         """Gold answers in `QueryResult.to_dict()` shape (kind, vars, rows, boolean), or None."""
         if self.boolean is not None:
             return {"kind": "ask", "vars": [], "rows": [], "boolean": self.boolean}
@@ -55,11 +56,11 @@ class Record:
         return {"kind": "select", "vars": list(self.answer_vars), "rows": [list(r) for r in self.answers],
                 "boolean": None}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Record:
+    def from_dict(cls, d: JsonObject) -> Record:
         return cls(
             id=str(d["id"]),
             questions=dict(d.get("questions") or {}),
@@ -87,7 +88,7 @@ def literal(value: str, datatype: str | None = None, lang: str | None = None) ->
     return t
 
 
-def clean_term(t: dict[str, Any]) -> Term:
+def clean_term(t: JsonObject) -> Term:
     """Keep only the SPARQL-JSON keys of a term (benchmark files add labels, names, ...)."""
     out: Term = {"type": str(t.get("type", "literal")), "value": str(t.get("value", ""))}
     if out["type"] == "typed-literal":  # SPARQL-JSON of old endpoints
@@ -98,7 +99,7 @@ def clean_term(t: dict[str, Any]) -> Term:
     return out
 
 
-def rows_from_bindings(bindings: list[dict[str, Any]], head_vars: list[str] | None = None
+def rows_from_bindings(bindings: list[JsonObject], head_vars: list[str] | None = None
                        ) -> tuple[list[str], list[list[Term | None]]]:
     """SPARQL-JSON bindings ({var: term}) -> (vars, rows); vars from the head, else the union in order seen."""
     names = list(head_vars or [])

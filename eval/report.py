@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from eval.attribution import STAGE_ORDER
 from eval.report_html import html_report
 from eval.summary import Summary, failure_rows, kind_cell, summary_rows
+from kb_dumps.json_types import JsonObject, JsonValue
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -17,7 +17,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in esc[1:])]
 
 
-def markdown_report(summaries: list[Summary], results: list[dict[str, Any]] | None = None) -> str:
+def markdown_report(summaries: list[Summary], results: list[JsonObject] | None = None) -> str:
     head, rows = summary_rows(summaries)
     lines = ["# kbqa evaluation report", "",
              "Figures in percent. *QALD F1*: mean per-question F1; *macro-F1 (P,R)*: F1 of macro precision and "
@@ -43,11 +43,11 @@ def markdown_report(summaries: list[Summary], results: list[dict[str, Any]] | No
     return "\n".join(lines)
 
 
-def write_reports(out_dir: str | Path, summaries: list[Summary], results: list[dict[str, Any]] | None = None) -> None:
+def write_reports(out_dir: str | Path, summaries: list[Summary], results: list[JsonObject] | None = None) -> None:
     """Write summary.json (the first summary, or a list for a comparison), report.md and report.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload: Any = summaries[0].to_dict() if len(summaries) == 1 else [s.to_dict() for s in summaries]
+    payload: JsonValue = summaries[0].to_dict() if len(summaries) == 1 else [s.to_dict() for s in summaries]
     (out / "summary.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n",
                                       encoding="utf-8")
     (out / "report.md").write_text(markdown_report(summaries, results), encoding="utf-8")

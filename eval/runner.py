@@ -11,22 +11,22 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from eval.answer_metrics import as_answers, score_question
+from eval.answer_metrics import AnswersInput, as_answers, score_question
 from eval.attribution import attribute, wrong_placeholders
 from eval.loaders_sparql import prepare_gold_sparql
 from eval.query_metrics import per_placeholder, score_query
 from eval.records import Record
 from eval.report import write_reports
 from eval.summary import Summary, summarise
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.profiles import get_profile
 from kb_dumps.stage_errors import EXIT_USAGE, ErrorInfo, KBQAError
 from kb_dumps.store import check_query_text
 from kb_dumps.store_types import QueryResult, Store
 
 # Gold answers: a store's result, or the file's in `QueryResult.to_dict()` shape.
-GoldAnswers = QueryResult | dict[str, Any]
+GoldAnswers = QueryResult | JsonObject
 
 RESULTS_SCHEMA = "kbqa-eval-results/1"
 MANIFEST_SCHEMA = "kbqa-eval-manifest/1"
@@ -48,16 +48,16 @@ class Prediction:
 
     sparql: str | None = None
     desq: str | None = None
-    stage_errors: list[dict[str, Any]] = field(default_factory=list)
-    steps: Any = None
-    grounding: dict[str, dict[str, Any]] | None = None
-    answers: Any = None
+    stage_errors: list[JsonObject] = field(default_factory=list)
+    steps: JsonValue = None  # the report's steps, as JSON
+    grounding: dict[str, JsonObject] | None = None
+    answers: AnswersInput | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Prediction:
+    def from_dict(cls, d: JsonObject) -> Prediction:
         return cls(d.get("sparql"), d.get("desq"), list(d.get("stage_errors") or []), d.get("steps"),
                    d.get("grounding"), d.get("answers"))
 
@@ -71,7 +71,7 @@ def _short_rows(res: QueryResult) -> list[list[str | None]]:
     return [[None if t is None else t["value"] for t in row] for row in res.rows[:_SAMPLE_ROWS]]
 
 
-def _answer_diff(gold: Any, pred: Any, kb: str) -> dict[str, Any]:
+def _answer_diff(gold: AnswersInput, pred: AnswersInput, kb: str) -> JsonObject:
     """Up to five missing and five extra answers (first column, normalised), for the evidence."""
     g, p = as_answers(gold), as_answers(pred)
     if g.kind != "select" or p.kind != "select":
@@ -87,7 +87,7 @@ def _answer_diff(gold: Any, pred: Any, kb: str) -> dict[str, Any]:
             "n_gold": len(g.rows), "n_pred": len(p.rows)}
 
 
-def _run(store: Store, sparql: str) -> tuple[QueryResult | None, dict[str, Any] | None]:
+def _run(store: Store, sparql: str) -> tuple[QueryResult | None, JsonObject | None]:
     try:
         return store.query(sparql), None
     except KBQAError as e:
@@ -98,7 +98,7 @@ def _run(store: Store, sparql: str) -> tuple[QueryResult | None, dict[str, Any] 
         return None, d
 
 
-def _gold_answers(record: Record, store: Store | None, out: dict[str, Any]) -> GoldAnswers | None:
+def _gold_answers(record: Record, store: Store | None, out: JsonObject) -> GoldAnswers | None:
     """The gold answers: the file's, unless they are partial (SimpleQuestions) and a store can give them all;
     `out` gets their source, or the gold query's failure."""
     if record.has_gold_answers and not (record.meta.get("answers_partial") and store is not None and record.sparql):
@@ -114,12 +114,12 @@ def _gold_answers(record: Record, store: Store | None, out: dict[str, Any]) -> G
     return None
 
 
-def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: dict[str, Any]
-                       ) -> tuple[Any, bool, dict[str, Any] | None]:
+def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: JsonObject
+                       ) -> tuple[AnswersInput, bool, JsonObject | None]:
     """(the predicted answers, whether they are known — possibly empty —, the refusal of its query): the system's
     own, else its query run on the store; with neither, the question is scored at query level only (no
     answer-level figure, not even for a missing query). `out` gets the run's figures and errors."""
-    pred_ans: Any = None  # anything `eval.answer_metrics.as_answers` reads
+    pred_ans: AnswersInput = None
     answered = False
     refused = None
     runnable = prepare_gold_sparql(pred.sparql, kb=kb, check_syntax=False) if pred.sparql else None
@@ -149,10 +149,10 @@ def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: dict
 
 
 def score_record(record: Record, pred: Prediction, *, store: Store | None = None, kb: str | None = None,
-                 system: str = "") -> dict[str, Any]:
+                 system: str = "") -> JsonObject:
     """Score one prediction against its record; the results.jsonl line (see eval/README.md, "Runner")."""
     kb = record.meta.get("kb") or kb or "wikidata"
-    out: dict[str, Any] = {"schema": RESULTS_SCHEMA, "id": record.id, "dataset": record.dataset, "system": system,
+    out: JsonObject = {"schema": RESULTS_SCHEMA, "id": record.id, "dataset": record.dataset, "system": system,
                            "question": record.question, "usable": record.usable, "reason": record.reason, "kb": kb,
                            "gold_sparql": record.sparql, "pred_sparql": pred.sparql, "desq": pred.desq,
                            "stage_errors": pred.stage_errors, "steps": pred.steps, "grounding": pred.grounding,
@@ -220,11 +220,11 @@ def dataset_hash(records: list[Record], dataset_path: str | Path | None) -> str:
     return h.hexdigest()
 
 
-def _canonical(obj: Any) -> Any:
+def _canonical(obj: JsonValue) -> JsonValue:  # what json.dumps writes (default=str) read back
     return json.loads(json.dumps(obj, sort_keys=True, default=str))
 
 
-def _check_manifest(out: Path, manifest: dict[str, Any], restart: bool) -> None:
+def _check_manifest(out: Path, manifest: JsonObject, restart: bool) -> None:
     mpath, rpath = out / "manifest.json", out / "results.jsonl"
     if restart:
         for name in ("manifest.json", "results.jsonl", "summary.json", "report.md", "report.html"):
@@ -248,12 +248,12 @@ def _check_manifest(out: Path, manifest: dict[str, Any], restart: bool) -> None:
         mpath.write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
 
 
-def _brief(x: Any) -> str:
+def _brief(x: JsonValue) -> str:
     s = json.dumps(x, sort_keys=True, default=str)
     return s if len(s) <= 100 else s[:97] + "..."
 
 
-def _diff(before: Any, now: Any) -> str:
+def _diff(before: JsonValue, now: JsonValue) -> str:
     """What changed, key by key for dicts (the settings), else before/now."""
     if isinstance(before, dict) and isinstance(now, dict):
         keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
@@ -267,7 +267,7 @@ def _usage(message: str, path: Path) -> KBQAError:
     return e
 
 
-def read_results(path: str | Path) -> list[dict[str, Any]]:
+def read_results(path: str | Path) -> list[JsonObject]:
     """The lines of a results.jsonl; a torn last line (a run killed mid-write) is dropped, others must parse."""
     p = Path(path)
     if not p.is_file():
@@ -290,7 +290,7 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _rewrite_clean(path: Path, rows: list[dict[str, Any]]) -> None:
+def _rewrite_clean(path: Path, rows: list[JsonObject]) -> None:
     # Drops a torn last line so that appended lines start on a fresh line.
     tmp = path.with_suffix(".jsonl.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
@@ -313,7 +313,7 @@ def _safe_predict(predictor: Predictor, record: Record) -> Prediction:
 
 
 def run_eval(records: Iterable[Record], predictor: Predictor, *, out_dir: str | Path, store: Store | None = None,
-             kb: str | None = None, limit: int | None = None, jobs: int = 1, settings: dict[str, Any] | None = None,
+             kb: str | None = None, limit: int | None = None, jobs: int = 1, settings: JsonObject | None = None,
              progress: bool = True, restart: bool = False, dataset_path: str | Path | None = None,
              dataset: str | None = None) -> Summary:
     """Run `predictor` over the records (the first `limit`), score each, write results and reports.
@@ -342,7 +342,7 @@ def run_eval(records: Iterable[Record], predictor: Predictor, *, out_dir: str | 
 
     lock = threading.Lock()
 
-    def work(rec: Record) -> dict[str, Any]:
+    def work(rec: Record) -> JsonObject:
         pred = _safe_predict(predictor, rec) if rec.usable else Prediction()
         line = score_record(rec, pred, store=store, kb=kb, system=system)
         with lock, open(rpath, "a", encoding="utf-8") as f:

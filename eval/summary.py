@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from eval.answer_metrics import AnswerScore, macro_average
 from eval.attribution import STAGE_ORDER
+from kb_dumps.json_types import JsonObject
 
 SUMMARY_SCHEMA = "kbqa-eval-summary/1"
 F1_BINS = [i / 10 for i in range(11)]  # histogram edges; the last bin holds F1 = 1
@@ -26,22 +26,22 @@ class Summary:
     correct: int
     accuracy: float  # fully correct / usable
     unusable_reasons: dict[str, int] = field(default_factory=dict)
-    query: dict[str, Any] | None = None  # n, exact_match, triples_f1, entities_f1, properties_f1, parse_errors
-    answer: dict[str, Any] | None = None  # AnswerSummary (qald + strict) + gold sources + gold errors
+    query: JsonObject | None = None  # n, exact_match, triples_f1, entities_f1, properties_f1, parse_errors
+    answer: JsonObject | None = None  # AnswerSummary (qald + strict) + gold sources + gold errors
     stages: dict[str, int] = field(default_factory=dict)  # failures charged to each stage
-    grounding: dict[str, Any] | None = None  # by_kind {kind: {correct, total, accuracy}}, overall
-    f1_histogram: dict[str, Any] | None = None  # {"edges", "qald": counts, "strict": counts}
-    settings: dict[str, Any] = field(default_factory=dict)
+    grounding: JsonObject | None = None  # by_kind {kind: {correct, total, accuracy}}, overall
+    f1_histogram: JsonObject | None = None  # {"edges", "qald": counts, "strict": counts}
+    settings: JsonObject = field(default_factory=dict)
     code_version: str = ""
     out_dir: str = ""
     n_new: int = 0  # questions computed by this invocation (the rest were resumed)
     schema: str = SUMMARY_SCHEMA
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Summary:
+    def from_dict(cls, d: JsonObject) -> Summary:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -57,7 +57,7 @@ def _histogram(values: list[float]) -> list[int]:
     return counts
 
 
-def summarise(results: list[dict[str, Any]], *, dataset: str, system: str, settings: dict[str, Any] | None = None,
+def summarise(results: list[JsonObject], *, dataset: str, system: str, settings: JsonObject | None = None,
               code: str = "", out_dir: str = "", n_new: int = 0) -> Summary:
     """Aggregate results lines (see eval/README.md, "Runner"): usable counts, query- and answer-level
     macro averages, failures per stage, grounding accuracy per kind, the F1 histogram."""
@@ -125,7 +125,7 @@ def summary_rows(summaries: list[Summary]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def failure_rows(results: list[dict[str, Any]], cap: int = 50) -> list[list[str]]:
+def failure_rows(results: list[JsonObject], cap: int = 50) -> list[list[str]]:
     """The first `cap` wrong questions: id, stage, message, question."""
     rows = []
     for r in results:
