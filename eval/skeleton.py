@@ -124,6 +124,87 @@ def _literal_type(tokens: list[Token], i: int) -> str:
     return "str"
 
 
+class _SkeletonWriter:
+    """One pass over a query's tokens: the skeleton's words, its slots and the variables' new names."""
+
+    def __init__(self, tokens: list[Token]):
+        self.tokens = tokens
+        self.names: dict[tuple[str, str], str] = {}  # (kind, value) -> slot name
+        self.slots: dict[str, dict] = {}
+        self.counters: dict[str, int] = {}
+        self.variables: dict[str, str] = {}
+        self.out: list[str] = []
+
+    def slot_name(self, kind: str, key: str, letter: str, value: str, lit_type: str = "") -> str:
+        if (kind, key) not in self.names:
+            self.counters[letter] = self.counters.get(letter, 0) + 1
+            name = f"{letter}{self.counters[letter]}"
+            self.names[(kind, key)] = name
+            self.slots[name] = {"kind": kind, "value": value, "roles": [], "type": lit_type}
+        return self.names[(kind, key)]
+
+    def wikidata_term(self, prefix: str, local: str) -> None:
+        """An entity slot, or a property slot written with its role."""
+        if local.startswith("Q"):
+            self.out.append(self.slot_name("entity", local, "E", f"wd:{local}"))
+            return
+        role = "wd" if prefix == "wd" else prefix
+        name = self.slot_name("property", local, "R", local)
+        if role not in self.slots[name]["roles"]:
+            self.slots[name]["roles"].append(role)
+        self.out.append(f"{role}:{name}")
+
+    def number(self, i: int, tok: Token) -> None:
+        value = tok.text
+        if self.out and self.out[-1] in ("-", "+") and i >= 2 and self.tokens[i - 2].text in _BEFORE_SIGN:
+            sign = self.out.pop()  # a signed number is one literal
+            value = value if sign == "+" else sign + value
+        self.out.append(self.slot_name("literal", f"num:{value}", "NUM", value, "num"))
+
+    def string(self, i: int, tok: Token) -> int:
+        """The string's literal slot; how many tokens after it to skip (its datatype, when the slot's type says it)."""
+        lit_type = _literal_type(self.tokens, i)
+        letter = {"num": "NUM", "date": "DATE", "lang": "LANG", "str": "STR"}[lit_type]
+        self.out.append(self.slot_name("literal", f"{lit_type}:{tok.value}", letter, tok.value, lit_type))
+        nxt = self.tokens[i + 1] if i + 1 < len(self.tokens) else None
+        if nxt is not None and nxt.text == "^^" and lit_type in ("num", "date"):
+            return 2  # the datatype belongs to the slot's type
+        return 0
+
+    def token(self, i: int, tok: Token) -> int:
+        """Write one token; how many tokens after it to skip."""
+        wt = _wikidata_term(tok)
+        if wt is not None:
+            self.wikidata_term(*wt)
+        elif tok.kind == "var":
+            if tok.text[1:] not in self.variables:
+                self.variables[tok.text[1:]] = f"?v{len(self.variables)}"
+            self.out.append(self.variables[tok.text[1:]])
+        elif tok.kind == "number":
+            self.number(i, tok)
+        elif tok.kind == "string":
+            return self.string(i, tok)
+        elif tok.kind == "word":
+            self.out.append(tok.text.upper() if tok.text.lower() not in ("a",) else "a")
+        else:  # bnodes, punctuation, IRIs outside Wikidata's namespaces: as written
+            self.out.append(tok.text)
+        return 0
+
+    def skeleton(self) -> Skeleton:
+        skip = 0
+        for i, tok in enumerate(self.tokens):
+            if skip:
+                skip -= 1
+                continue
+            skip = self.token(i, tok)
+        text = " ".join(self.out)
+        text = re.sub(r"\s*\.\s*}", " }", text)  # `a b c . }` = `a b c }`
+        text = re.sub(r"\(\s+", "( ", text)
+        text = " ".join(text.split())
+        return Skeleton(text, tuple(Slot(n, s["kind"], s["value"], tuple(s["roles"]), s["type"])
+                                    for n, s in self.slots.items()))
+
+
 def skeleton(sparql: str) -> Skeleton:
     """The skeleton of one query (see the module docstring). SkeletonError when the lexer refuses the text."""
     try:
@@ -132,65 +213,7 @@ def skeleton(sparql: str) -> Skeleton:
         raise SkeletonError(f"query cannot be tokenised: {e}") from e
     except Exception as e:  # the lexer's own errors on broken text
         raise SkeletonError(f"query cannot be tokenised: {' '.join(str(e).split())[:200]}") from e
-    names: dict[tuple[str, str], str] = {}  # (kind, value) -> slot name
-    slots: dict[str, dict] = {}
-    counters: dict[str, int] = {}
-    variables: dict[str, str] = {}
-    out: list[str] = []
-
-    def slot_name(kind: str, key: str, letter: str, value: str, lit_type: str = "") -> str:
-        if (kind, key) not in names:
-            counters[letter] = counters.get(letter, 0) + 1
-            name = f"{letter}{counters[letter]}"
-            names[(kind, key)] = name
-            slots[name] = {"kind": kind, "value": value, "roles": [], "type": lit_type}
-        return names[(kind, key)]
-
-    skip = 0
-    for i, tok in enumerate(tokens):
-        if skip:
-            skip -= 1
-            continue
-        wt = _wikidata_term(tok)
-        if wt is not None:
-            prefix, local = wt
-            if local.startswith("Q"):
-                out.append(slot_name("entity", local, "E", f"wd:{local}"))
-            else:
-                role = "wd" if prefix == "wd" else prefix
-                name = slot_name("property", local, "R", local)
-                if role not in slots[name]["roles"]:
-                    slots[name]["roles"].append(role)
-                out.append(f"{role}:{name}")
-            continue
-        if tok.kind == "var":
-            if tok.text[1:] not in variables:
-                variables[tok.text[1:]] = f"?v{len(variables)}"
-            out.append(variables[tok.text[1:]])
-        elif tok.kind == "number":
-            value = tok.text
-            if out and out[-1] in ("-", "+") and i >= 2 and tokens[i - 2].text in _BEFORE_SIGN:
-                sign = out.pop()  # a signed number is one literal
-                value = value if sign == "+" else sign + value
-            out.append(slot_name("literal", f"num:{value}", "NUM", value, "num"))
-        elif tok.kind == "string":
-            lit_type = _literal_type(tokens, i)
-            letter = {"num": "NUM", "date": "DATE", "lang": "LANG", "str": "STR"}[lit_type]
-            out.append(slot_name("literal", f"{lit_type}:{tok.value}", letter, tok.value, lit_type))
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            if nxt is not None and nxt.text == "^^" and lit_type in ("num", "date"):
-                skip = 2  # the datatype belongs to the slot's type
-        elif tok.kind == "word":
-            out.append(tok.text.upper() if tok.text.lower() not in ("a",) else "a")
-        elif tok.kind == "bnode":
-            out.append(tok.text)
-        else:
-            out.append(tok.text)
-    text = " ".join(out)
-    text = re.sub(r"\s*\.\s*}", " }", text)  # `a b c . }` = `a b c }`
-    text = re.sub(r"\(\s+", "( ", text)
-    text = " ".join(text.split())
-    return Skeleton(text, tuple(Slot(n, s["kind"], s["value"], tuple(s["roles"]), s["type"]) for n, s in slots.items()))
+    return _SkeletonWriter(tokens).skeleton()
 
 
 def _quote(value: str) -> str:
