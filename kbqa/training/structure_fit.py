@@ -32,12 +32,11 @@ from kbqa.training.structure_data import TRAIN_SETS, Example, load_examples
 from kbqa.training.structure_skeleton_fit import fit_skeleton_model, kfold_accuracy
 from kbqa.translators.structure.answer import MODEL_PATH, PROPERTIES_PATH
 from kbqa.translators.structure.features import mention_features
-from kbqa.translators.structure.slots import FEATURES, Bank, PropertyNames, property_features
+from kbqa.translators.structure.slots import FEATURES, NEUTRAL, Bank, PropertyNames, property_features
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STORE = ROOT / ".kbqa" / "stores" / "wikidata-mini"
 PROPERTY_SAMPLE = 3000
-NEUTRAL = "something"
 WD = "http://www.wikidata.org/entity/"
 
 
@@ -152,10 +151,17 @@ def slot_values(sk: Skeleton) -> dict[str, str]:
     return {s.name: s.value for s in sk.slots if s.kind != "entity"}
 
 
+PROPERTY_TREES = {"n_estimators": 200, "learning_rate": 0.05, "num_leaves": 15, "min_child_samples": 20}
+
+
 def fit_property_scorer(bank: Bank, examples: list[Example], names: PropertyNames, embedder: Any,
                         sample: int = PROPERTY_SAMPLE) -> dict[str, Any]:
-    """Logistic regression over candidate features (gold property = 1), each question left out of its own bank."""
-    from sklearn.linear_model import LogisticRegression
+    """Gradient-boosted trees over candidate features (gold property = 1; LightGBM, written as `structure-trees/1`),
+    each question left out of its own bank. The trees' settings were chosen over the linear scorer by 2-fold over
+    the train questions (gold property first for 0.745 of slots vs 0.686)."""
+    import lightgbm as lgb
+
+    from kbqa.translators.structure.trees import Trees, trees_to_json
 
     step = max(1, len(examples) // sample)
     xs, ys = [], []
@@ -175,10 +181,13 @@ def fit_property_scorer(bank: Bank, examples: list[Example], names: PropertyName
                 ys.append(int(pid == gold))
             hit1 += gold in feats
     x, y = np.array(xs), np.array(ys)
-    clf = LogisticRegression(C=1.0, max_iter=500, class_weight=None)
+    clf = lgb.LGBMClassifier(**PROPERTY_TREES, random_state=0, n_jobs=1, verbose=-1)
     clf.fit(x, y)
-    weights = {k: round(float(w), 4) for k, w in zip(FEATURES, clf.coef_[0], strict=True)}
-    return {"weights": weights, "bias": round(float(clf.intercept_[0]), 4), "slots": n,
+    trees = trees_to_json(clf.booster_.dump_model(), list(FEATURES))
+    check = Trees(trees).score_matrix(x[:500])
+    if not np.allclose(check, clf.predict(x[:500], raw_score=True), atol=1e-4):
+        raise RuntimeError("the JSON trees do not reproduce LightGBM's scores")
+    return {"trees": trees, "settings": PROPERTY_TREES, "slots": n,
             "gold_among_candidates": round(hit1 / max(n, 1), 4), "candidates": len(ys)}
 
 
@@ -197,7 +206,7 @@ def fit_all_parts(examples: list[Example], store_dir: Path, c: float, embedder: 
     with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
         names = PropertyNames(json.load(f), embedder)
     scorer = fit_property_scorer(bank, examples, names, embedder)
-    say(f"property scorer: {scorer} ({time.perf_counter() - t0:.0f} s)")
+    say(f"property scorer: { {k: v for k, v in scorer.items() if k != 'trees'} } ({time.perf_counter() - t0:.0f} s)")
     return {"format": "structure-model/1", "skeleton": skel, "bank": rows, "property_scorer": scorer,
             "mention_prior": mention_prior, "entity_counts": entity_counts(examples)}
 
@@ -224,11 +233,21 @@ def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[
 RERANK_SAMPLE = 1000
 
 
-def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = None) -> dict[str, Any]:
+def examples_key(examples: list[Example]) -> str:
+    """A digest of which questions a fit saw (a cached part model is reused only for the same questions)."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(e.id for e in examples)).encode()).hexdigest()[:16]
+
+
+def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = None,
+                 part_cache: Path | None = None) -> dict[str, Any]:
     """The skeleton re-ranker: logistic regression over the chooser's top skeletons, each filled, labelled by
-    whether it is the gold skeleton. Honest features: the chooser and the bank are fitted on two thirds of the
-    examples, the re-ranker's questions come from the other third (the mention prior and property scorer are the
-    full fit's: a slight optimism in two of ten features)."""
+    whether it is the gold skeleton. Honest features: the chooser, bank and property scorer are fitted on two thirds
+    of the examples, the re-ranker's questions come from the other third (the mention prior is the full fit's).
+    Features are standardised for the fit and the scale folded back into the weights, so answering reads raw
+    values. `part_cache`: where the two-thirds skeleton chooser is kept (the slow part; reused when it was fitted on the
+    same questions)."""
     from sklearn.linear_model import LogisticRegression
 
     from kb_dumps.label_memory import LabelMemory
@@ -241,30 +260,45 @@ def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = 
     rest = [e for i, e in enumerate(examples) if i % 3]
     held = [e for i, e in enumerate(examples) if not i % 3]
     held = held[::max(1, len(held) // RERANK_SAMPLE)]
-    part = fit_all_parts(rest, store_dir, c, embedder, say)
+    key = examples_key(rest)
+    chooser = None
+    if part_cache and part_cache.is_file():
+        with gzip.open(part_cache, "rt", encoding="utf-8") as f:
+            cached = json.load(f)
+        if cached.get("examples_key") == key:
+            chooser = cached["skeleton"]
+            say(f"skeleton chooser of the two thirds from {part_cache}")
+        else:
+            say(f"{part_cache} was fitted on other questions: fitting the chooser again")
+    part = fit_all_parts(rest, store_dir, c, embedder, say, chooser)
+    if part_cache and chooser is None:
+        write({"skeleton": part["skeleton"], "examples_key": key}, part_cache)
     with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
         model = StructureModel(part, json.load(f), embedder)
     memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
-    xs, ys, names = [], [], None
+    rows: list[dict[str, float]] = []
+    ys: list[int] = []
     try:
         detector = MentionDetector(open_lexicon(store_dir), memory, model.mention_prior)
         for e in held:
             mentions = detector.detect(e.question, max_candidates=MENTION_CANDIDATES)
-            tops = model.chooser.predict(e.question, top=SKELETONS_TRIED, extra=tuple(mention_features(mentions)))
-            near: dict[str, list[tuple[int, float]]] = {}
-            for sk, prob in tops:
-                cand = model._fill(e.question, sk, prob, mentions, near)
+            for cand in model.candidates(e.question, mentions, SKELETONS_TRIED):
                 if cand.sparql is None:
                     continue
-                names = names or sorted(cand.features)
-                xs.append([cand.features[k] for k in names])
-                ys.append(int(sk == e.skeleton.text))
+                rows.append(cand.features)
+                ys.append(int(cand.skeleton == e.skeleton.text))
     finally:
         memory.close()
-    clf = LogisticRegression(C=1.0, max_iter=1000)
-    clf.fit(np.array(xs), np.array(ys))
-    weights = {k: round(float(w), 4) for k, w in zip(names or [], clf.coef_[0], strict=True)}
-    out = {"weights": weights, "bias": round(float(clf.intercept_[0]), 4), "questions": len(held),
+    names = sorted(rows[0]) if rows else []
+    x = np.array([[r.get(k, 0.0) for k in names] for r in rows])
+    mu, sd = x.mean(axis=0), x.std(axis=0)
+    sd[sd < 1e-9] = 1.0
+    clf = LogisticRegression(C=1.0, max_iter=2000)
+    clf.fit((x - mu) / sd, np.array(ys))
+    w = clf.coef_[0] / sd
+    bias = float(clf.intercept_[0] - (clf.coef_[0] * mu / sd).sum())
+    weights = {k: round(float(v), 5) for k, v in zip(names, w, strict=True)}
+    out = {"weights": weights, "bias": round(bias, 5), "questions": len(held),
            "candidates": len(ys), "excluded_sets": sorted({e.dataset for e in examples} ^ set(TRAIN_SETS))}
     say(f"skeleton re-ranker: {out}")
     return out
@@ -288,6 +322,8 @@ def main() -> int:
     p.add_argument("--reranker", type=Path, default=None,
                    help="take the skeleton re-ranker from this JSON file (`--reranker-only` writes one)")
     p.add_argument("--reranker-only", action="store_true", help="fit the skeleton re-ranker alone, write it to --out")
+    p.add_argument("--part-cache", type=Path, default=None,
+                   help="with --reranker-only: keep (or reuse) the chooser fitted on two thirds of the questions here")
     p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
     p.add_argument("--kfold-score-on", default="lcquad2-train", help="train sets whose held-out folds are scored")
     args = p.parse_args()
@@ -300,7 +336,7 @@ def main() -> int:
             print(f"C={c}: 3-fold skeleton accuracy {acc:.4f} on {args.kfold_score_on}", flush=True)
         return 0
     if args.reranker_only:
-        rr = fit_reranker(load_examples(exclude), args.store, args.c)
+        rr = fit_reranker(load_examples(exclude), args.store, args.c, part_cache=args.part_cache)
         args.out.write_text(json.dumps(rr, indent=1) + "\n", encoding="utf-8")
         return 0
     reuse = None

@@ -19,9 +19,11 @@ from typing import Any
 from eval.skeleton import fill
 from grounding.embedder import get_embedder
 from kbqa.translators.mentions import MentionDetector, MentionPrior, choose, mask
-from kbqa.translators.structure.features import mention_features
+from kbqa.translators.structure.features import cue_shape_features, mention_features
 from kbqa.translators.structure.model import SkeletonModel
 from kbqa.translators.structure.slots import (
+    NEUTRAL,
+    WEAK_LITERALS,
     Bank,
     PropertyNames,
     PropertyScorer,
@@ -33,7 +35,6 @@ from kbqa.translators.structure.slots import (
 HERE = Path(__file__).resolve().parent
 MODEL_PATH = HERE / "model.json.gz"
 PROPERTIES_PATH = HERE / "properties.json.gz"
-NEUTRAL = "something"
 SKELETONS_TRIED = 5
 ENTITY_SEEN_BOOST = 0.3
 MENTION_CANDIDATES = 15  # a shared name has many entities; the train-question counts re-rank them
@@ -84,7 +85,7 @@ class StructureModel:
         self.chooser = SkeletonModel(data["skeleton"], self.embedder)
         self.bank = Bank(data["bank"], self.embedder)
         self.names = PropertyNames(properties, self.embedder)
-        self.scorer = PropertyScorer(data["property_scorer"]["weights"], data["property_scorer"].get("bias", 0.0))
+        self.scorer = PropertyScorer(data["property_scorer"])
         self.entity_counts: dict[str, int] = data.get("entity_counts") or {}
         rr = data.get("skeleton_reranker")
         self.reranker: tuple[dict[str, float], float] | None = (rr["weights"], rr["bias"]) if rr else None
@@ -101,23 +102,41 @@ class StructureModel:
         return cls(data, props, embedder)
 
     # ---- answering --------------------------------------------------------------------------
+    def candidates(self, question: str, mentions: list[Any], top: int = SKELETONS_TRIED) -> list[StructuredAnswer]:
+        """The chooser's `top` skeletons, each filled, with the re-ranker's features (chooser rank and probability
+        relative to the first, slot evidence, question cues x skeleton shape)."""
+        mfeats = mention_features(mentions)
+        tops = self.chooser.predict(question, top=top, extra=tuple(mfeats))
+        near: dict[str, list[tuple[int, float]]] = {}  # masked text -> neighbours, shared by the skeletons
+        cands = [self._fill(question, sk, prob, mentions, near) for sk, prob in tops]
+        counts = {k: float(v) for k, v in (x.split(":") for x in mfeats)}
+        first = math.log(max(tops[0][1], 1e-6)) if tops else 0.0
+        for rank, c in enumerate(cands):
+            f = c.features
+            f["rank"] = float(rank)
+            f["rel_p"] = f["log_p"] - first
+            f["e2_diff"] = counts.get("e2", 0.0) - f["n_entities"]
+            f["e5_diff"] = counts.get("e5", 0.0) - f["n_entities"]
+            f["e5_abs"] = abs(f["e5_diff"])
+            f.update(cue_shape_features(question, c.skeleton))
+            c.skeleton_alternatives = tops
+        return cands
+
     def answer(self, question: str, detector: MentionDetector | None) -> StructuredAnswer:
         question = " ".join(question.split())
         mentions = detector.detect(question, max_candidates=MENTION_CANDIDATES) if detector is not None else []
-        tops = self.chooser.predict(question, top=SKELETONS_TRIED, extra=tuple(mention_features(mentions)))
-        near: dict[str, list[tuple[int, float]]] = {}  # masked text -> neighbours, shared by the skeletons
-        cands = [self._fill(question, sk, prob, mentions, near) for sk, prob in tops]
+        cands = self.candidates(question, mentions)
         if self.reranker is not None:
             w, b = self.reranker
             for c in cands:
                 z = b + sum(w.get(k, 0.0) * v for k, v in c.features.items())
                 c.confidence = 1.0 / (1.0 + math.exp(-z)) if c.sparql else 0.0
-        how = ("the fitted re-ranker over the chooser's top skeletons filled (chooser p, entity mentions, property "
-               "scores)" if self.reranker is not None else "chooser p x entity-mention cover x property scores")
+        how = ("the fitted re-ranker over the chooser's top skeletons filled (chooser p and rank, entity mentions, "
+               "property scores, literals, question cues x skeleton shape)" if self.reranker is not None
+               else "chooser p x entity-mention cover x property scores")
         best = max(cands, key=lambda c: c.confidence)
         rank = cands.index(best)
-        best.skeleton_alternatives = tops
-        best.why = f"the chooser's choice {rank + 1} of {len(tops)} (p={best.skeleton_probability:.2f}); " \
+        best.why = f"the chooser's choice {rank + 1} of {len(cands)} (p={best.skeleton_probability:.2f}); " \
                    f"confidence {best.confidence:.3f} by {how}"
         return best
 
@@ -193,8 +212,14 @@ class StructureModel:
         conf = prob * ent_conf * prop_conf ** (1.0 / max(1, n_props))
         votes = [(self.bank.rows[i]["skeleton"] == sk) * max(sim, 0.0) ** 4 for i, sim in neighbours]
         total = sum(max(sim, 0.0) ** 4 for _, sim in neighbours) or 1.0
+        lit_scores = [f.alternatives[0][1] if f.alternatives else 0.0 for f in fills if f.name[0] not in "ER"]
+        margins = [f.alternatives[0][1] - (f.alternatives[1][1] if len(f.alternatives) > 1 else 0.0)
+                   for f in fills if f.name[0] == "R" and f.alternatives]
         features = {
             "log_p": math.log(max(prob, 1e-6)),
+            "lit_min": min(lit_scores, default=1.0),
+            "lit_weak": float(sum(f.source in WEAK_LITERALS for f in fills)),
+            "prop_margin_min": min(margins, default=1.0),
             "missing_entities": float(n_ent - len(picked)),
             "entity_score": sum(ent_scores) / len(ent_scores) if ent_scores else 0.0,
             "min_entity_score": min(ent_scores) if ent_scores else 0.0,

@@ -66,3 +66,67 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(x, axis=1, keepdims=True)
     n[n < 1e-12] = 1.0
     return x / n
+
+
+# ---- the skeleton re-ranker's view of a question and a skeleton ----------------------------------------------
+_ASK_FIRST = frozenset("is was does did do are were has have can will had".split())
+_SUPERLATIVE = re.compile(r"\b(most|least|highest|lowest|largest|smallest|biggest|maximum|minimum|max|min)\b|\w+est\b")
+_COMPARISON = re.compile(r"\b(more|less|greater|fewer|than|over|under|above|below)\b")
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_QUOTED = re.compile(r"['\"“‘].+?['\"”’]")
+_LETTER_WORDS = frozenset("letter starts start begins contains word".split())
+
+
+def question_cues(question: str) -> dict[str, float]:
+    """Surface cues of a question that tell skeleton families apart (yes/no, count, date, number, quote, letter,
+    superlative, comparison, conjunction, length)."""
+    low = question.lower().strip()
+    ws = re.findall(r"[a-z0-9']+", low)
+    first = ws[0] if ws else ""
+    return {
+        "q_ask": float(first in _ASK_FIRST),
+        "q_howmany": float("how many" in low or "number of" in low or "count" in ws),
+        "q_when": float(first == "when" or "what year" in low or "which year" in low or "what date" in low),
+        "q_num": float(bool(_DIGIT.search(question))),
+        "q_year": float(bool(_YEAR.search(question))),
+        "q_quote": float(bool(_QUOTED.search(question))),
+        "q_letter": float(bool(_LETTER_WORDS & set(ws))),
+        "q_super": float(bool(_SUPERLATIVE.search(low))),
+        "q_cmp": float(bool(_COMPARISON.search(low))),
+        "q_also": float(bool(re.search(r"\b(also|and|both)\b", low))),
+        "q_words": len(ws) / 20,
+    }
+
+
+def skeleton_shape(skeleton: str) -> dict[str, float]:
+    """What kind of query a skeleton writes (form, filters, ordering, qualifiers, literal types, size)."""
+    return {
+        "k_ask": float(skeleton.startswith("ASK")),
+        "k_count": float("COUNT" in skeleton),
+        "k_filter": float("FILTER" in skeleton),
+        "k_order": float("ORDER" in skeleton),
+        "k_qual": float("pq:" in skeleton),
+        "k_num": float("NUM" in skeleton),
+        "k_date": float("DATE" in skeleton or "YEAR" in skeleton),
+        "k_str": float(("STR" in skeleton and "STRSTARTS" not in skeleton) or "CONTAINS" in skeleton),
+        "k_starts": float("STRSTARTS" in skeleton),
+        "k_lang": float("LANG" in skeleton),
+        "k_triples": skeleton.count(" . ") / 4,
+        "k_minus": float("MINUS" in skeleton or "NOT EXISTS" in skeleton),
+    }
+
+
+# question cue x skeleton shape: the pairs where one should go with the other
+CUE_SHAPE_PAIRS = (("q_ask", "k_ask"), ("q_howmany", "k_count"), ("q_when", "k_date"), ("q_num", "k_num"),
+                   ("q_year", "k_date"), ("q_quote", "k_str"), ("q_letter", "k_starts"), ("q_super", "k_order"),
+                   ("q_cmp", "k_filter"), ("q_when", "k_qual"), ("q_also", "k_triples"))
+
+
+def cue_shape_features(question: str, skeleton: str) -> dict[str, float]:
+    """The question's cues, the skeleton's shape and their products (the re-ranker is linear)."""
+    q = question_cues(question)
+    k = skeleton_shape(skeleton)
+    out = {**q, **k}
+    for a, b in CUE_SHAPE_PAIRS:
+        out[f"x_{a}_{b}"] = q[a] * k[b]
+    return out

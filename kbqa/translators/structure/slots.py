@@ -3,8 +3,9 @@
 - entity slots `E1…`: the question's entity mentions (the store's label memory through `MentionDetector`), the
   best non-overlapping ones, in question order; each keeps its top candidates;
 - property slots `R1…`: candidates from the nearest solved questions of the bank (the same skeleton's same slot,
-  then any slot), from the property's label and aliases matched against the question's words, and the slot's prior;
-  scored by the fitted linear scorer (`PropertyScorer`, weights in the model file); each keeps its top alternatives;
+  then any slot), from the property's label and aliases matched against the question's words, from the words the
+  train questions that asked for a property used (`associations`), and the slot's prior; scored by the fitted
+  scorer (`PropertyScorer`: gradient-boosted trees in the model file); each keeps its top alternatives;
 - literal slots: a value the bank writes in nearly every question of the skeleton (`LIMIT 25`, `'en'`) is kept, else
   the question's own number, year, letter, quoted string or word, by the slot's type and its skeleton.
 """
@@ -19,10 +20,14 @@ from typing import Any
 import numpy as np
 
 from kbqa.translators.structure.features import content_words, words
+from kbqa.translators.structure.trees import Trees
 
 KNN = 40
+NEUTRAL = "something"  # what a masked question writes in place of an entity name
 CANDIDATES = 12
-FEATURES = ("knn_slot", "knn_any", "lex", "prior", "phrase", "phrase_words")
+FEATURES = ("knn_slot", "knn_any", "lex", "prior", "phrase", "phrase_words", "assoc_max", "assoc_mean")
+ASSOC_MIN_WORD = 3  # a word seen in fewer train questions says nothing reliable about a property
+ASSOC_TOP = 40  # properties kept per word (by count)
 
 
 def stem(w: str) -> str:
@@ -88,6 +93,17 @@ class Bank:
         self.slot_prior: dict[tuple[str, str], Counter] = defaultdict(Counter)
         self.literal_values: dict[tuple[str, str], Counter] = defaultdict(Counter)
         self.entity_orders: dict[str, Counter] = defaultdict(Counter)
+        # which properties the train questions that use a word ask for: word stem -> property -> questions
+        self.word_rows: Counter = Counter()
+        word_props: dict[str, Counter] = defaultdict(Counter)
+        for r in rows:
+            stems = row_stems(r["masked"])
+            props = {v for k, v in r["slots"].items() if k.startswith("R")}
+            self.word_rows.update(stems)
+            for w in stems:
+                word_props[w].update(props)
+        self.word_props: dict[str, dict[str, int]] = {
+            w: dict(c.most_common(ASSOC_TOP)) for w, c in word_props.items() if self.word_rows[w] >= ASSOC_MIN_WORD}
         for r in rows:
             if r.get("entity_order"):
                 self.entity_orders[r["skeleton"]][r["entity_order"]] += 1
@@ -103,6 +119,31 @@ class Bank:
         sims = self.vectors @ vector
         order = np.argsort(-sims)[:k + len(exclude or ())]
         return [(int(i), float(sims[i])) for i in order if not exclude or int(i) not in exclude][:k]
+
+
+def row_stems(masked: str) -> set[str]:
+    """The stems of a masked question's content words (the neutral word that stands for an entity left out)."""
+    return {stem(w) for w in content_words(masked) if w != NEUTRAL}
+
+
+def associations(question_stems: set[str], bank: Bank, leave_out: dict[str, Any] | None = None
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """pid -> (max over the question's words, mean over them) of P(the train question asks for pid | it has the
+    word), add-one smoothed (`leave_out`: the row of the question itself, whose counts are taken out)."""
+    own_stems = row_stems(leave_out["masked"]) if leave_out else set()
+    own_props = {v for k, v in leave_out["slots"].items() if k.startswith("R")} if leave_out else set()
+    known = [w for w in question_stems if w in bank.word_props]
+    best: dict[str, float] = {}
+    total: dict[str, float] = defaultdict(float)
+    for w in known:
+        own = w in own_stems
+        n_w = bank.word_rows[w] - own
+        for pid, n in bank.word_props[w].items():
+            p = (n - (own and pid in own_props)) / (n_w + 1)
+            best[pid] = max(best.get(pid, 0.0), p)
+            total[pid] += p
+    k = max(len(known), 1)
+    return best, {pid: t / k for pid, t in total.items()}
 
 
 def property_features(skeleton: str, slot: str, question: str, bank: Bank,
@@ -134,8 +175,10 @@ def property_features(skeleton: str, slot: str, question: str, bank: Bank,
     padded = f" {' '.join(words(question))} "
     phrase = {p: names.phrase(p, padded) for p in lex}
     by_lex = sorted(lex, key=lambda p: (-phrase[p], -lex[p], p))[:CANDIDATES * 2]
+    assoc_max, assoc_mean = associations(q_stems, bank, leave_out)
+    by_assoc = sorted(assoc_max, key=lambda p: (-assoc_max[p], p))[:CANDIDATES]
     cands = set(slot_votes) | {p for p, _ in any_votes.most_common(CANDIDATES)} | \
-        {p for p, _ in prior.most_common(CANDIDATES) if prior[p] > 0} | set(by_lex)
+        {p for p, _ in prior.most_common(CANDIDATES) if prior[p] > 0} | set(by_lex) | set(by_assoc)
     out = {}
     for pid in cands:
         if pid not in names.props:
@@ -143,29 +186,37 @@ def property_features(skeleton: str, slot: str, question: str, bank: Bank,
         n_phrase = phrase.get(pid, 0)
         out[pid] = {"knn_slot": slot_votes[pid] / total, "knn_any": any_votes[pid] / total, "lex": lex.get(pid, 0.0),
                     "prior": float(np.log((max(prior[pid], 0) + 0.1) / n_prior)), "phrase": float(n_phrase > 0),
-                    "phrase_words": min(n_phrase, 5) / 5}
+                    "phrase_words": min(n_phrase, 5) / 5, "assoc_max": assoc_max.get(pid, 0.0),
+                    "assoc_mean": assoc_mean.get(pid, 0.0)}
     return out
 
 
 class PropertyScorer:
-    """A linear score over `FEATURES` (weights fitted by kbqa/training/structure_fit.py)."""
+    """A property candidate's probability of being the slot's gold property from its `FEATURES`: gradient-boosted
+    trees (`structure-trees/1`, trees.py) fitted by kbqa/training/structure_fit.py, or a linear score (`weights`,
+    `bias`: the format of models fitted before the trees)."""
 
-    def __init__(self, weights: dict[str, float], bias: float = 0.0):
+    def __init__(self, data: dict[str, Any]):
+        self.trees = Trees(data["trees"]) if data.get("trees") else None
+        weights = data.get("weights") or {}
         self.w = np.array([weights.get(f, 0.0) for f in FEATURES])
-        self.bias = bias
+        self.bias = float(data.get("bias", 0.0))
 
     def rank(self, feats: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
         if not feats:
             return []
         pids = list(feats)
-        x = np.array([[feats[p][f] for f in FEATURES] for p in pids])
-        z = x @ self.w + self.bias
+        if self.trees is not None:
+            z = self.trees.score([feats[p] for p in pids])
+        else:
+            z = np.array([[feats[p][f] for f in FEATURES] for p in pids]) @ self.w + self.bias
         s = 1.0 / (1.0 + np.exp(-z))
-        order = np.argsort(-s)
+        order = np.argsort(-s, kind="stable")
         return [(pids[i], float(s[i])) for i in order]
 
 
 # ---- literals -------------------------------------------------------------------------------------
+WEAK_LITERALS = ("word in the question", "last word of the question")  # sources that guess rather than read
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _QUOTED = re.compile(r"[\"“‘']([^\"”’']{1,60})[\"”’']")
