@@ -128,45 +128,7 @@ class Search(Probe):
     def _cond_sets(self, a: Anchors, focus: str, used: list[tuple[int, int]]
                    ) -> Iterator[tuple[list[Cond], list[tuple[int, int]], float]]:
         """Alternative sets of value/entity constraints: per span, its reachable readings; combined."""
-        per_span: list[list[tuple[Cond, tuple[int, int]]]] = []
-        taken: list[tuple[int, int]] = list(used)
-        strong: list[tuple[int, int]] = list(used)  # spans read by a link sure enough to rule out a name word
-        for lk in a.values + a.entities:
-            if any(overlaps(lk.span, t) for t in taken) and not any(lk.span == t for t in taken):
-                continue
-            readings = []
-            if lk.kind == "value":
-                for path in self.paths.to_predicate(focus, lk.iri)[:2]:
-                    term = Term("literal", lk.value or lk.text, lk.datatype, label=lk.text)
-                    readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1)),
-                                          span=lk.span), lk.span))
-            else:
-                # the entity as a focus item itself only when its words are not the focus class's own name
-                as_item = lk.score >= MIN_ITEM_LINK and not any(overlaps(lk.span, u) for u in used)
-                for path in [p for p in self._entity_paths(focus, lk.iri) if p or as_item][:2]:
-                    term = Term("iri", lk.iri, label=lk.label or lk.text)
-                    readings.append((Cond(path, "=", term, text=lk.text, score=lk.score, span=lk.span), lk.span))
-            if any(r[0].path == () for r in readings):
-                readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
-            if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
-                readings.append((None, lk.span))  # a bare number may be a count or an attribute's value instead
-            if readings:
-                same = [grp for grp in per_span if grp[0][1] == lk.span]
-                if same:
-                    same[0].extend(readings)
-                else:
-                    per_span.append(readings)
-                    taken.append(lk.span)
-                if lk.score >= 0.5:
-                    strong.append(lk.span)
-        per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
-        for reading in self.name_words(a, focus, strong):
-            # a weak entity link on the same words ("lions" / *Lionel*) stays an alternative to the name word
-            same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
-            if same:
-                same[0].append(reading)
-            else:
-                per_span.append([reading, (None, reading[1])])
+        per_span = self._span_readings(a, focus, used)
         if not per_span:
             yield [], [], 0.0
             return
@@ -186,6 +148,58 @@ class Search(Probe):
                 negated = [Cond(c.path, c.op, c.value, negated=(i == last), text=c.text, score=c.score, span=c.span)
                            for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
+
+    def _span_readings(self, a: Anchors, focus: str, used: list[tuple[int, int]]
+                       ) -> list[list[tuple[Cond | None, tuple[int, int]]]]:
+        """Per question span, its readings as a constraint (None: the span read as no constraint), best first;
+        the value and entity links first, then the name words."""
+        per_span: list[list[tuple[Cond | None, tuple[int, int]]]] = []
+        taken: list[tuple[int, int]] = list(used)
+        strong: list[tuple[int, int]] = list(used)  # spans read by a link sure enough to rule out a name word
+        for lk in a.values + a.entities:
+            if any(overlaps(lk.span, t) for t in taken) and not any(lk.span == t for t in taken):
+                continue
+            readings = self._link_readings(lk, focus, used)
+            if readings:
+                same = [grp for grp in per_span if grp[0][1] == lk.span]
+                if same:
+                    same[0].extend(readings)
+                else:
+                    per_span.append(readings)
+                    taken.append(lk.span)
+                if lk.score >= 0.5:
+                    strong.append(lk.span)
+        per_span = [sorted(g, key=lambda r: -(r[0].score if r[0] is not None else 0.3))[:4] for g in per_span][:4]
+        for reading in self.name_words(a, focus, strong):
+            # a weak entity link on the same words ("lions" / *Lionel*) stays an alternative to the name word
+            same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
+            if same:
+                same[0].append(reading)
+            else:
+                per_span.append([reading, (None, reading[1])])
+        return per_span
+
+    def _link_readings(self, lk: Link, focus: str, used: list[tuple[int, int]]
+                       ) -> list[tuple[Cond | None, tuple[int, int]]]:
+        """The constraints one value or entity link may stand for, reached from the focus class (at most two paths);
+        None among them where the link may be no constraint at all."""
+        readings: list[tuple[Cond | None, tuple[int, int]]] = []
+        if lk.kind == "value":
+            for path in self.paths.to_predicate(focus, lk.iri)[:2]:
+                term = Term("literal", lk.value or lk.text, lk.datatype, label=lk.text)
+                readings.append((Cond(path, lk.op, term, text=lk.text, score=lk.score / (1 + 0.2 * (len(path) - 1)),
+                                      span=lk.span), lk.span))
+        else:
+            # the entity as a focus item itself only when its words are not the focus class's own name
+            as_item = lk.score >= MIN_ITEM_LINK and not any(overlaps(lk.span, u) for u in used)
+            for path in [p for p in self._entity_paths(focus, lk.iri) if p or as_item][:2]:
+                term = Term("iri", lk.iri, label=lk.label or lk.text)
+                readings.append((Cond(path, "=", term, text=lk.text, score=lk.score, span=lk.span), lk.span))
+        if any(r[0].path == () for r in readings):
+            readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
+        if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
+            readings.append((None, lk.span))  # a bare number may be a count or an attribute's value instead
+        return readings
 
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
         # ?d 2: the entity is itself one of the focus items ("the maximum weight of Leo and Zara")
