@@ -93,14 +93,22 @@ def remote_store(url: str, path: Path) -> dict[str, Any]:
     return out
 
 
+def ask_all(name: str, recs: list, store: Path, budgets: list[float], rows: dict[str, list[dict]]) -> None:
+    """The questions through `explore` once per search budget; rows["<setup>@<budget>s"] += the results."""
+    for b in budgets:
+        rows.setdefault(f"{name}@{b:g}s", []).extend(
+            run_set(recs[0].id.rsplit("-", 1)[0] if recs else name, recs, store, explore(store, budget_s=b),
+                    run_gold=False, kb="generic"))
+
+
 def compare(name: str, rows: dict[str, list[dict]]) -> dict[str, Any]:
     """Summaries per setup and the questions whose F1 differs between the first setup and each other."""
     table = {k: summary(v) for k, v in rows.items()}
-    first = next(iter(rows))
-    for k, v in rows.items():
-        if k != first:
-            table[k]["differ_from_" + first] = sum(abs(a["f1"] - b["f1"]) > 1e-9 for a, b in zip(rows[first], v,
-                                                                                                  strict=True))
+    for k, v in rows.items():  # against the local store at the same budget
+        base = "local@" + k.split("@")[-1] if "@" in k else None
+        local = next((r for name, r in rows.items() if name.endswith(base or "-")), None) if base else None
+        if local is not None and local is not v:
+            table[k]["differ_from_local"] = sum(abs(a["f1"] - b["f1"]) > 1e-9 for a, b in zip(local, v, strict=True))
     for k, s in table.items():
         print(f"{name:16} {k:22} {json.dumps(s)}")
     return table
@@ -113,7 +121,8 @@ def bench_small(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     every: dict[str, list[dict]] = {}
     for db in args.dbs:
         local = local_store(db, work)
-        rows = {"local": run_set(f"spider:{db}", recs[db], local, explore(local), run_gold=False, kb="generic")}
+        rows: dict[str, list[dict]] = {}
+        ask_all("local", recs[db], local, args.budgets, rows)
         report[db] = {}
         for engine in args.engines:
             if engine == "oxigraph":
@@ -126,8 +135,7 @@ def bench_small(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 report[db][engine] = remote_store(srv.url, remote)
                 if engine == "virtuoso":
                     report[db][engine].update(triples=srv.triples, load_s=round(srv.load_seconds, 2))
-                rows[engine] = run_set(f"spider:{db}", recs[db], remote, explore(remote), run_gold=False,
-                                       kb="generic")
+                ask_all(engine, recs[db], remote, args.budgets, rows)
         report[db]["table"] = compare(db, rows)
         for k, v in rows.items():
             every.setdefault(k, []).extend(v)
@@ -147,11 +155,10 @@ def bench_large(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     files = sources(args.train_kgs)
     report: dict[str, Any] = {"files": len(files)}
     recs = questions(list(SPIDER4SPARQL_DBS), args.n)
-    rows: dict[str, list[dict]] = {"per-KG local": []}
+    rows: dict[str, list[dict]] = {}
     for db in SPIDER4SPARQL_DBS:
-        local = local_store(db, work)
-        rows["per-KG local"] += run_set(f"spider:{db}", recs[db], local, explore(local), run_gold=False, kb="generic")
-    print(json.dumps(summary(rows["per-KG local"])))
+        ask_all("per-KG local", recs[db], local_store(db, work), args.budgets, rows)
+    print(json.dumps({k: summary(v) for k, v in rows.items()}))
     big = work / "big-local"
     if not (big / "current").exists():
         t0 = time.perf_counter()
@@ -172,13 +179,11 @@ def bench_large(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 print(json.dumps(report["virtuoso_load"]))
             report[f"{engine}_remote"] = remote_store(srv.url, remote)
             print(json.dumps(report[f"{engine}_remote"]))
-            rows[engine] = []
             for db in SPIDER4SPARQL_DBS:
-                rows[engine] += run_set(f"spider:{db}", recs[db], remote, explore(remote), run_gold=False,
-                                        kb="generic")
-            print(json.dumps(summary(rows[engine])))
+                ask_all(engine, recs[db], remote, args.budgets, rows)
+            print(json.dumps({k: summary(v) for k, v in rows.items() if k.startswith(engine)}))
     report["table"] = compare("all dev KGs", rows)
-    report["per_db"] = {db: compare(db, {k: [r for r in v if r["set"] == f"spider:{db}"] for k, v in rows.items()})
+    report["per_db"] = {db: compare(db, {k: [r for r in v if r["set"] == db] for k, v in rows.items()})
                         for db in SPIDER4SPARQL_DBS}
     return report
 
@@ -190,6 +195,8 @@ def main() -> int:
     p.add_argument("--n", type=int, default=None, help="at most N questions per dev KG (default: all)")
     p.add_argument("--train-kgs", type=Path, default=ROOT.parent / "shared" / "data" / "spider4sparql" / "train_kgs")
     p.add_argument("--engines", default="oxigraph,virtuoso", type=lambda v: v.split(","))
+    p.add_argument("--budgets", default="2", type=lambda v: [float(x) for x in v.split(",")],
+                   help="explore's search budgets in seconds (2: the default); each setup runs once per budget")
     p.add_argument("--engine-timeout", type=int, default=600, help="the servers' own query time limit, seconds")
     p.add_argument("--virtuoso-buffers", type=int, default=100_000, help="large: 8 KB pages of Virtuoso's cache")
     p.add_argument("--work", type=Path, default=None, help="scratch folder (kept when given: stores are reused)")
