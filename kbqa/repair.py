@@ -14,7 +14,7 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from assembler.assembly_records import ReportStep
 from kb_dumps.stage_errors import REPAIRABLE, ErrorInfo, KBQAError, Stage
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 DEFAULT_ROUNDS = 2
 
+V = TypeVar("V")  # what a check makes of a text (an Engine Result, QCompiler's leaf)
 # text -> (value, failed stage or None when it went through, errors); the value is what the check made (a Result)
-Check = Callable[[str], tuple[Any, str | None, list[ErrorInfo]]]
+Check = Callable[[str], tuple[V, str | None, list[ErrorInfo]]]
 # (previous text, its errors) -> the corrected output (a TranslationResult or plain text)
 Retranslate = Callable[[str, list[ErrorInfo]], "TranslationResult | str"]
 
@@ -57,10 +58,10 @@ class RepairRound:
 
 
 @dataclass
-class RepairOutcome:
+class RepairOutcome(Generic[V]):
     """The value of the last check (e.g. an Engine Result) and every round."""
 
-    value: Any
+    value: V
     rounds: list[RepairRound] = field(default_factory=list)
     stopped: str = ""  # why the loop stopped: "ok", "not repairable", "no rounds left", "no repair", "translate"
 
@@ -97,8 +98,8 @@ def _text_of(out: TranslationResult | str) -> tuple[str, int, int, float]:
         float(getattr(out, "seconds", 0.0))
 
 
-def repair_loop(first: TranslationResult | str, check: Check, retranslate: Retranslate | None, *, rounds: int = DEFAULT_ROUNDS,
-                repairable: frozenset[Stage] = REPAIRABLE) -> RepairOutcome:
+def repair_loop(first: TranslationResult | str, check: Check[V], retranslate: Retranslate | None, *,
+                rounds: int = DEFAULT_ROUNDS, repairable: frozenset[Stage] = REPAIRABLE) -> RepairOutcome[V]:
     """Check `first` (text or a TranslationResult); while it fails at a repairable stage and rounds are
     left, ask `retranslate` for a corrected output and check that. Never raises for a failing repair call:
     a TranslateError ends the loop with the last value."""
@@ -156,10 +157,10 @@ def retranslator(translator: Translator, question: str, frontend: str, qid: str 
     return again
 
 
-def result_check(compile_text: Callable[[str], Result]) -> Check:
+def result_check(compile_text: Callable[[str], Result]) -> Check[Result]:
     """A Check over an Engine-style compile: the Result, its failed stage (None when ok), its errors."""
 
-    def check(text: str) -> tuple[Any, str | None, list[ErrorInfo]]:
+    def check(text: str) -> tuple[Result, str | None, list[ErrorInfo]]:
         result = compile_text(text)
         stage = None if result.ok else (result.failed_stage or result.status)
         return result, stage, list(result.errors)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.base import Backend, GenerateResult
 
@@ -32,7 +33,7 @@ class OpenAIBackend(Backend):
 
     def __init__(self, endpoint: str, model: str = "", *, api_key: str | None = None, timeout_s: float = 120.0,
                  connect_timeout_s: float = 5.0, retries: int = 2, backoff_s: float = 0.5, grammar_field: str = "",
-                 extra_body: dict[str, Any] | None = None):
+                 extra_body: JsonObject | None = None):
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise TranslateError(f"the model endpoint {endpoint!r} is not an http(s) URL (e.g. "
@@ -55,7 +56,7 @@ class OpenAIBackend(Backend):
                    grammar_field=s.grammar_field, extra_body=s.extra_body)
 
     # ---- one request -----------------------------------------------------------------------
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, body: JsonObject) -> JsonObject:
         p = self._parts
         conn_cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
         conn = conn_cls(p.hostname, p.port, timeout=self.connect_timeout_s)  # type: ignore[arg-type]
@@ -94,7 +95,7 @@ class OpenAIBackend(Backend):
             raise TranslateError(f"the model server at {url} answered JSON that is not an object")
         return data
 
-    def _with_retries(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def _with_retries(self, path: str, body: JsonObject) -> tuple[JsonObject, int]:
         last = ""
         for attempt in range(self.retries + 1):
             try:
@@ -109,7 +110,7 @@ class OpenAIBackend(Backend):
     def generate(self, prompt: str | list[dict[str, str]], grammar: str | None = None, max_tokens: int = 512,
                  temperature: float = 0.0, stop: list[str] | None = None) -> GenerateResult:
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        body: dict[str, Any] = {"model": self.model or "default", "messages": messages, "max_tokens": max_tokens,
+        body: JsonObject = {"model": self.model or "default", "messages": messages, "max_tokens": max_tokens,
                                 "temperature": temperature}
         if stop:
             body["stop"] = list(stop)

@@ -8,8 +8,9 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import EXIT_USAGE, KBQAError
 from kbqa.commands.common import (
     add_chooser_flag,
@@ -24,7 +25,7 @@ from kbqa.commands.common import (
     translator_choice,
 )
 from kbqa.frontends import FRONTENDS
-from kbqa.settings import get_translator_settings
+from kbqa.settings import SettingValue, get_translator_settings
 
 if TYPE_CHECKING:
     from eval.records import Record
@@ -96,7 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 # ---- predictions file ---------------------------------------------------------------------------
-def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
+def read_predictions(path: Path) -> dict[str, JsonObject]:
     """id -> prediction dict; a line that is not a JSON object or lacks an id is an error naming the line."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -104,7 +105,7 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
         raise KBQAError(f"predictions file not found: {path}", stage="usage", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as e:
         raise KBQAError(f"cannot read the predictions file: {e}", stage="parse", file=str(path)) from None
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -130,7 +131,7 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def prediction_from_engine(result: Result, text: str, gold: dict[str, str] | None = None) -> dict[str, Any]:
+def prediction_from_engine(result: Result, text: str, gold: dict[str, str] | None = None) -> JsonObject:
     """An Engine `Result` -> prediction fields: SPARQL, stage errors, steps, and the grounding per
     placeholder (chosen IRI, candidate ids, and the gold IRI when known — the oracle knows it)."""
     d = result.to_dict()
@@ -145,8 +146,8 @@ def prediction_from_engine(result: Result, text: str, gold: dict[str, str] | Non
             "steps": d.get("steps"), "grounding": grounding or None}
 
 
-def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Path | None, engines: list[Engine],
-                    engine_kw: dict[str, Any]) -> Predictor:
+def _file_predictor(preds: dict[str, JsonObject], path: Path, store_dir: Path | None, engines: list[Engine],
+                    engine_kw: dict[str, SettingValue]) -> Predictor:
     """A predictor over a predictions file; a `desq`-only line is compiled through kbqa.pipeline.Engine."""
     from eval.runner import Prediction
 
@@ -173,7 +174,7 @@ def _file_predictor(preds: dict[str, dict[str, Any]], path: Path, store_dir: Pat
     return predict
 
 
-def _oracle_predictor(store_dir: Path, engines: list[Engine], closers: list[LabelMemory], engine_kw: dict[str, Any],
+def _oracle_predictor(store_dir: Path, engines: list[Engine], closers: list[LabelMemory], engine_kw: dict[str, SettingValue],
                       execute: bool = True) -> Predictor:
     """decompose(gold) with the URIs removed from its grounding block, compiled by the Engine: what
     grounding + assembly alone achieve when the model's output is perfect but for the URIs."""
@@ -213,7 +214,7 @@ def _oracle_predictor(store_dir: Path, engines: list[Engine], closers: list[Labe
 
 
 def _engine_predictor(store_dir: Path, frontend: str, records: list[Record], engines: list[Engine],
-                      engine_kw: dict[str, Any]) -> Predictor:
+                      engine_kw: dict[str, SettingValue]) -> Predictor:
     """The whole system: Engine.ask with the translator of `engine_kw` (its settings). The questions being scored
     are excluded from the case bank (by id and by text), so no scored question is ever its own example."""
     from eval.runner import Prediction
@@ -267,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_settings(fmt: str, records: list[Record], store_dir: Path | None, endpoint: str | None, timeout: float,
-                  row_cap: int) -> dict[str, Any]:
+                  row_cap: int) -> JsonObject:
     """The run's `settings` (its manifest: a resumed run must match them), with a warning when the store's KB is
     not the benchmark's."""
     from kb_dumps.layout import StoreLayout
@@ -282,7 +283,7 @@ def _run_settings(fmt: str, records: list[Record], store_dir: Path | None, endpo
                   f"{', '.join(sorted(str(k) for k in kbs))}: answers will not match", file=sys.stderr)
     elif not any(r.has_gold_answers for r in records):
         print("note: no --store and no gold answers in the file: query-level figures only", file=sys.stderr)
-    settings: dict[str, Any] = {"dataset_format": fmt, "store": store_info, "timeout_s": timeout, "row_cap": row_cap}
+    settings: JsonObject = {"dataset_format": fmt, "store": store_info, "timeout_s": timeout, "row_cap": row_cap}
     remote = endpoint or ((StoreLayout.of(store_dir).endpoint or {}).get("url") if store_dir is not None else None)
     if remote:  # results from another endpoint are not mixed into a resumed run
         settings["endpoint"] = remote
@@ -290,7 +291,7 @@ def _run_settings(fmt: str, records: list[Record], store_dir: Path | None, endpo
 
 
 def _predictor(args: argparse.Namespace, name: str, records: list[Record], store_dir: Path | None,
-               engine_kw: dict[str, Any], settings: dict[str, Any], engines: list[Engine], closers: list[LabelMemory]
+               engine_kw: dict[str, SettingValue], settings: JsonObject, engines: list[Engine], closers: list[LabelMemory]
                ) -> tuple[Predictor, Path, int]:
     """(predictor, output folder, jobs) of the mode asked for: the oracle, the engine with a translator, or a
     predictions file; `settings` gets the system's name."""
@@ -377,7 +378,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_ids(preds: dict[str, dict[str, Any]], records: list[Record], name: str, path: Path) -> None:
+def _check_ids(preds: dict[str, JsonObject], records: list[Record], name: str, path: Path) -> None:
     ids = {r.id for r in records}
     matched = sum(1 for k in preds if k in ids)
     if preds and not matched:

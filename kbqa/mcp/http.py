@@ -12,7 +12,6 @@ handed on as well: the SDK's own limit answers it with 413.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,7 +57,7 @@ class CheckedBodies:
         await send({"type": "http.response.body", "body": payload})
 
 
-def _replay(seen: deque[Message], receive: Receive) -> Any:
+def _replay(seen: deque[Message], receive: Receive) -> Receive:
     """`receive` for the wrapped app: the messages already read, then the rest from the client."""
 
     async def replay() -> Message:

@@ -18,13 +18,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, ParamSpec, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.sparql_text import with_prefixes
 from kb_dumps.stage_errors import KBQAError
 from kbqa.mcp.models import KBDescription, SchemaItem, SparqlResult, ToolErrorBody
@@ -36,6 +37,8 @@ from kbqa.server.limits import Gate
 from kbqa.settings import ServerSettings
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
+
     from grounding.candidates import GroundingResult
     from grounding.schema import SchemaMemory
     from kbqa.pipeline import Engine, Result
@@ -49,6 +52,21 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 ResultOut = Annotated[CallToolResult, schemas.Result]
 Question = Annotated[str, Field(description="the question, in words (English)")]
 Execute = Annotated[bool, Field(description="run the query (false: SPARQL only)")]
+P = ParamSpec("P")  # a tool's parameters
+T = TypeVar("T")  # what a call on an engine returns
+ToolBody = Callable[P, Awaitable[CallToolResult]]  # a tool's async body, over its parameters P
+
+
+class Tool(Protocol):
+    """Registers a tool body (guarded: `guarded`), keeping its parameters (they are the tool's input schema)."""
+
+    def __call__(self, fn: ToolBody[P]) -> ToolBody[P]: ...
+
+
+class OnEngine(Protocol):
+    """Runs a call on a free engine of the pool (within the queue wait and the time budget)."""
+
+    def __call__(self, fn: Callable[[EngineWorker], T]) -> Awaitable[T]: ...
 
 
 @dataclass
@@ -60,13 +78,13 @@ class State(AppState):
     translator: str | None = None
 
 
-def tool_error(stage: str, message: str, result: dict[str, Any] | None = None) -> CallToolResult:
+def tool_error(stage: str, message: str, result: JsonObject | None = None) -> CallToolResult:
     body = ToolErrorBody(error=schemas.ErrorDetail(stage=stage, message=message), result=result)
     return CallToolResult(content=[TextContent(type="text", text=f"error [{stage}]: {message}")],
                           structured_content=body.model_dump(mode="json", exclude_none=True), is_error=True)
 
 
-def structured(data: dict[str, Any]) -> CallToolResult:
+def structured(data: JsonObject) -> CallToolResult:
     """Structured content plus the same JSON as text, for clients that read only text blocks."""
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
                           structured_content=data)
@@ -93,7 +111,7 @@ def invalid(e: ValidationError) -> str:
     return "; ".join(parts) or "the arguments are not valid"
 
 
-class KbqaMCP(MCPServer[Any]):
+class KbqaMCP(MCPServer[State]):
     """MCPServer whose failures before or around a tool body carry a stage too: arguments that fail the input
     schema are `usage`, a crash is `internal` (its traceback stays in the server's log, as in `kbqa serve`)."""
 
@@ -106,7 +124,8 @@ class KbqaMCP(MCPServer[Any]):
         async with checked_stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+    async def call_tool(self, name: str, arguments: JsonObject, context: Context[State] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
@@ -119,14 +138,14 @@ class KbqaMCP(MCPServer[Any]):
             return tool_error("usage", str(e))  # an unknown tool name
 
 
-def guarded(state: State) -> Callable[[Callable[..., Awaitable[CallToolResult]]], Callable[..., Any]]:
+def guarded(state: State) -> Tool:
     """Count the call against `max_inflight` (refused while shutting down, as `InflightLimit` does for HTTP) and
     turn refusals and KB errors into tool errors with their stage. Anything else is our bug: `KbqaMCP` answers
     it as stage `internal` and logs the traceback on stderr."""
 
-    def wrap(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
+    def wrap(fn: ToolBody[P]) -> ToolBody[P]:
         @functools.wraps(fn)
-        async def call(*args: Any, **kwargs: Any) -> CallToolResult:
+        async def call(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
             gate = state.gate
             if gate.draining:
                 return tool_error("server", "the server is shutting down; retry on a running one")
@@ -153,7 +172,7 @@ def guarded(state: State) -> Callable[[Callable[..., Awaitable[CallToolResult]]]
 
 
 def create_server(settings: ServerSettings | None = None, *,
-                  engine_factory: Callable[[], Engine] | None = None) -> MCPServer[Any]:
+                  engine_factory: Callable[[], Engine] | None = None) -> MCPServer[State]:
     """The MCP server over `settings.store` (or `settings.sparql_endpoint`); `engine_factory` as for `create_app`."""
     settings = settings or ServerSettings()
     state = State(settings, Gate(settings.max_inflight))
@@ -161,10 +180,10 @@ def create_server(settings: ServerSettings | None = None, *,
                      version="0.1.0", lifespan=_lifespan(state, engine_factory or default_engine_factory(settings)))
     guard = guarded(state)
 
-    def tool(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Any]:
+    def tool(fn: ToolBody[P]) -> ToolBody[P]:
         return server.tool(annotations=READ_ONLY)(guard(fn))
 
-    async def on_engine(fn: Callable[[EngineWorker], Any]) -> Any:
+    async def on_engine(fn: Callable[[EngineWorker], T]) -> T:
         assert state.engines is not None
         return await state.engines.run(fn, settings.queue_timeout_s, settings.request_timeout_s)
 
@@ -176,18 +195,14 @@ def create_server(settings: ServerSettings | None = None, *,
     return server
 
 
-OnEngine = Callable[[Callable[[EngineWorker], Any]], Awaitable[Any]]  # runs a call on a free engine
-Tool = Callable[[Callable[..., Awaitable[CallToolResult]]], Callable[..., Any]]  # registers a guarded tool
-
-
 def _lifespan(state: State, make_engine: Callable[[], Engine]
-              ) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[State]]:
+              ) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
     """Opens the engines and the query workers once per process, on both transports (the streamable-HTTP manager
     shares the lifespan across sessions), and closes them at the end."""
     settings = state.settings
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[State]:
+    async def lifespan(_: MCPServer[State]) -> AsyncIterator[State]:
         state.engines = EnginePool(settings.engines, make_engine, settings.model_timeout_s)
         await state.engines.start()
         worker = state.engines.workers[0]
@@ -294,7 +309,7 @@ def _add_query_tools(tool: Tool, state: State, on_engine: OnEngine) -> None:
         return structured((await on_engine(call)).to_dict())
 
 
-def _add_kb_description(server: MCPServer[Any], tool: Tool, state: State, on_engine: OnEngine) -> None:
+def _add_kb_description(server: MCPServer[State], tool: Tool, state: State, on_engine: OnEngine) -> None:
     """`describe_kb` and the `kbqa://schema` resource: the KB's vocabulary, read once."""
 
     async def describe(limit: int) -> KBDescription:
@@ -319,7 +334,7 @@ def _add_kb_description(server: MCPServer[Any], tool: Tool, state: State, on_eng
             raise ResourceError(str(e)) from None
 
 
-def _add_eval_resource(server: MCPServer[Any]) -> None:
+def _add_eval_resource(server: MCPServer[State]) -> None:
     """`kbqa://eval/last`: the newest `kbqa eval` report, offered only when one has been written."""
     if last_eval_report() is None:
         return

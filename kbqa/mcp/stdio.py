@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -38,6 +38,12 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from kb_dumps.json_types import JsonObject
+
+if TYPE_CHECKING:
+    # the stream protocols `Server.run` takes (the SDK's stdio_server yields objects of its private stream classes)
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "a boolean", type(None): "null"}
 
@@ -50,7 +56,7 @@ def _json_type(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -74,7 +80,7 @@ def _not_unicode(value: object, where: str) -> str | None:
     return None
 
 
-def _request_id(data: dict[str, Any]) -> str | int | None:
+def _request_id(data: JsonObject) -> str | int | None:
     """The id to answer with: a request's string or integer id (booleans are not ids), else None."""
     rid = data.get("id")
     if "method" not in data or isinstance(rid, bool) or not isinstance(rid, str | int):
@@ -157,7 +163,7 @@ class CheckedLines:
             await self._replies.send(error)
 
 
-async def _relay(errors: MemoryObjectReceiveStream[JSONRPCError], write: Any) -> None:
+async def _relay(errors: MemoryObjectReceiveStream[JSONRPCError], write: WriteStream[SessionMessage]) -> None:
     """The errors, through the SDK's one stdout writer (two writers on one pipe would tear lines)."""
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
         async with errors:
@@ -191,7 +197,8 @@ def _claim_stdin() -> tuple[BinaryIO, Callable[[], None]]:
 
 
 @asynccontextmanager
-async def checked_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
+async def checked_stdio_server() -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception],
+                                                       WriteStream[SessionMessage]]]:
     """`mcp.server.stdio.stdio_server` reading checked lines: (read stream, write stream) for `Server.run`."""
     raw, release = _claim_stdin()
     send, receive = anyio.create_memory_object_stream[JSONRPCError](64)

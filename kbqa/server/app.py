@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
@@ -23,7 +23,7 @@ from kb_dumps.sparql_text import Prefixes
 from kb_dumps.stage_errors import ErrorInfo, KBQAError
 from kbqa.server import schemas
 from kbqa.server.engines import EnginePool, EngineWorker, StorePool
-from kbqa.server.errors import ServerError, install_error_handlers, result_response
+from kbqa.server.errors import ResponseDoc, ServerError, install_error_handlers, result_response
 from kbqa.server.limits import BodyLimit, Gate, InflightLimit
 from kbqa.server.sparql import SparqlRoute
 from kbqa.server.sparql import router as sparql_router
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from kbqa.result import Result
 
 log = logging.getLogger("kbqa.server")
+T = TypeVar("T")  # what a call on an engine returns
 STATIC = Path(__file__).parent / "static"
 
 
@@ -64,7 +65,7 @@ def default_engine_factory(settings: ServerSettings) -> Callable[[], Engine]:
     return make
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+def _errors(*codes: int) -> dict[int | str, ResponseDoc]:
     why = {400: "usage error", 413: "the request body is too large", 422: "bad input (an empty or too long "
            "question, an unknown front-end, a malformed program: a Result with `error`, or an error)",
            429: "too many requests in flight", 502: "the translator or store failed", 503: "engines busy, "
@@ -132,7 +133,7 @@ class _Calls:
     def __init__(self, state: AppState):
         self.state, self.settings = state, state.settings
 
-    async def on_engine(self, fn: Callable[[EngineWorker], Any]) -> Any:
+    async def on_engine(self, fn: Callable[[EngineWorker], T]) -> T:
         assert self.state.engines is not None
         return await self.state.engines.run(fn, self.settings.queue_timeout_s, self.settings.request_timeout_s)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from typing import Any
 
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.stage_errors import KBQAError
 
 
@@ -19,7 +19,7 @@ class ServerClient:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
 
-    def _call(self, path: str, body: dict | None = None) -> Any:
+    def _call(self, path: str, body: JsonObject | None = None) -> JsonValue:
         data = json.dumps(body).encode("utf-8") if body is not None else None
         try:
             req = urllib.request.Request(self.url + path, data=data,
@@ -49,8 +49,8 @@ class ServerClient:
             raise KBQAError(f"the kbqa server at {self.url} answered {path} with something that is not JSON",
                             stage="usage") from None
 
-    def health(self) -> dict:
+    def health(self) -> JsonValue:
         return self._call("/healthz")
 
-    def ask(self, question: str, frontend: str = "desq", execute: bool = True) -> dict:
+    def ask(self, question: str, frontend: str = "desq", execute: bool = True) -> JsonValue:
         return self._call("/v1/ask", {"question": question, "frontend": frontend, "execute": execute})

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.stage_errors import EXIT_BACKEND, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, KBQAError
 
+if TYPE_CHECKING:
+    from kbqa.result import Result
+
 log = logging.getLogger("kbqa.server")
+
+# The OpenAPI documentation of one response status, as FastAPI's `responses=` takes it: a description, the body's
+# model class, and the media types it may come in ({media type: its OpenAPI content object}).
+ResponseDoc: TypeAlias = dict[str, str | type[BaseModel] | dict[str, JsonObject]]
 
 
 class ServerError(Exception):
@@ -23,16 +32,16 @@ class ServerError(Exception):
         self.status, self.stage, self.message, self.headers = status, stage, message, headers
 
 
-def error_body(stage: str, message: str, **extra: Any) -> dict:
+def error_body(stage: str, message: str, **extra: JsonValue) -> JsonObject:
     return {"error": {"stage": stage, "message": message, **{k: v for k, v in extra.items() if v is not None}}}
 
 
 def error_response(status: int, stage: str, message: str, headers: dict[str, str] | None = None,
-                   **extra: Any) -> JSONResponse:
+                   **extra: JsonValue) -> JSONResponse:
     return JSONResponse(error_body(stage, message, **extra), status_code=status, headers=headers)
 
 
-def result_status(result: Any) -> int:
+def result_status(result: Result) -> int:
     """The HTTP status of a Result, from the exit code `kbqa ask` would give it: an answer, or no answer (the
     question was understood but the KB has nothing: 200); bad input (422); usage (400); a backend failure (502),
     or one that ran out of time (504)."""
@@ -48,7 +57,7 @@ def result_status(result: Any) -> int:
     return 422
 
 
-def result_response(result: Any) -> JSONResponse:
+def result_response(result: Result) -> JSONResponse:
     """A Result as the response body (`Result.to_dict()`, plus `error` when the status is not 2xx)."""
     status = result_status(result)
     body = result.to_dict()

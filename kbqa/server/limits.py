@@ -6,7 +6,6 @@ import concurrent.futures as cf
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -123,7 +122,7 @@ class TimedTranslator(Translator):
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbqa-model")
         self._closed = threading.Event()
 
-    def _call(self, **kw: Any) -> TranslationResult:
+    def _call(self, **kw: str | list[str] | None) -> TranslationResult:
         future = self._pool.submit(self.inner.translate, **kw)
         try:
             return future.result(timeout=self.timeout_s)

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field, RootModel, field_validator
 
+from kb_dumps.json_types import JsonObject
 from kbqa.frontends import FRONTENDS
 
 
@@ -20,11 +21,11 @@ def _known_frontend(name: str) -> str:
     return name
 
 
-def _frontend_enum(schema: dict[str, Any]) -> None:
+def _frontend_enum(schema: JsonObject) -> None:
     schema["enum"] = list(FRONTENDS.names())  # read when /openapi.json is made: registered front-ends included
 
 
-def _translator_names(schema: dict[str, Any]) -> None:
+def _translator_names(schema: JsonObject) -> None:
     from kbqa.translators import translator_names
 
     schema["examples"] = list(translator_names())

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.datastructures import URL
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_dumps.results import Written
 from kb_dumps.sparql_check import RefusedQuery
@@ -30,8 +31,21 @@ from kb_dumps.stage_errors import EndpointError, QueryError, StoreError
 from kb_dumps.store import ResourceError
 from kb_dumps.store_types import Dataset
 from kb_dumps.xml_check import Unwritable
-from kbqa.server.errors import ServerError, error_body
+from kbqa.server.errors import ResponseDoc, ServerError, error_body
 from kbqa.server.schemas import ErrorResponse
+
+if TYPE_CHECKING:
+    from kb_dumps.sparql_text import Prefixes
+    from kbqa.server.engines import StorePool
+    from kbqa.settings import ServerSettings
+
+
+class SparqlState(Protocol):
+    """What /sparql reads of the server's state (`kbqa.server.app.AppState`)."""
+
+    settings: ServerSettings
+    store_pool: StorePool | None
+    prefixes: Prefixes | None
 
 router = APIRouter()
 
@@ -171,7 +185,7 @@ def dataset_of(params: dict[str, list[str]], base_iri: str) -> Dataset:
     return Dataset(graphs["default-graph-uri"], graphs["named-graph-uri"], base_iri)
 
 
-_RESPONSES: dict[int | str, dict[str, Any]] = {
+_RESPONSES: dict[int | str, ResponseDoc] = {
     200: {"description": "SPARQL results (JSON, XML, CSV, TSV) or RDF (Turtle, N-Triples, RDF/XML) by Accept",
           "content": {m: {} for m in [*RESULT_TYPES, *GRAPH_TYPES]}},
     **{code: {"model": ErrorResponse, "description": why} for code, why in (
@@ -204,7 +218,7 @@ def _store_error(e: Exception) -> ServerError:
     raise e
 
 
-async def answer(state: Any, method: str, query_string: str, content_type: str, accept: str | None, body: bytes,
+async def answer(state: SparqlState, method: str, query_string: str, content_type: str, accept: str | None, body: bytes,
                  base_iri: str, gone: asyncio.Future) -> tuple[bytes, str, dict[str, str]]:
     """(body, media type, headers) of one /sparql request; ServerError for every refusal. `gone` completes when the
     client disconnects: its query's worker is then killed, so that it serves the next request instead of
@@ -248,10 +262,10 @@ def _content_type(media: str) -> str:
 class SparqlRoute:
     """ASGI middleware that answers GET and POST /sparql itself (everything else goes on to the app)."""
 
-    def __init__(self, app: Any, state: Any):
+    def __init__(self, app: ASGIApp, state: SparqlState):
         self.app, self.state = app, state
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != "/sparql" or scope["method"] not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
