@@ -12,12 +12,17 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kb_dumps.json_types import JsonObject
 from kbqa.training.ranker_data import benchmark_gold, result_json
 from kbqa.translators.explore.rank.rankers import FEATURES, Ranker
+
+if TYPE_CHECKING:
+    from eval.records import Record
+    from kbqa.translators.explore import ExploreTranslator
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +44,16 @@ class Question:
     candidates: list[Candidate] = field(default_factory=list)
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Question:
+    def from_dict(cls, d: JsonObject) -> Question:
         return cls(d["id"], d["kg"], d["text"], [Candidate(**c) for c in d.get("candidates", [])],
                    float(d.get("seconds", 0.0)))
 
 
-def collect(translator: Any, records: list[Any], kg: str, progress: bool = True) -> list[Question]:
+def collect(translator: ExploreTranslator, records: list[Record], kg: str, progress: bool = True) -> list[Question]:
     """Run the explore search on each record and label every checked candidate by its answer F1."""
     from eval.answer_metrics import score_question
     from kbqa.translators.explore.lower.text import write
@@ -80,7 +85,7 @@ def collect(translator: Any, records: list[Any], kg: str, progress: bool = True)
 
 
 def fit(questions: list[Question], *, prior: Ranker | None = None, l2: float = 1.0, steps: int = 400,
-        lr: float = 0.5, meta: dict[str, Any] | None = None) -> Ranker:
+        lr: float = 0.5, meta: JsonObject | None = None) -> Ranker:
     """Listwise ranking: maximise, per question, the softmax probability of the candidates with the gold
     answers, with an L2 pull toward the `prior` weights (the shipped hand-set ones by default), so that a
     few development KGs adjust the hand-set weights rather than replace them. Questions without a right
@@ -133,7 +138,7 @@ def evaluate(ranker: Ranker, questions: list[Question]) -> dict[str, float]:
             "oracle": sum(max((c.f1 for c in q.candidates), default=0.0) for q in questions) / n}
 
 
-def leave_one_kg_out(questions: list[Question], **kw: Any) -> dict[str, dict[str, float]]:
+def leave_one_kg_out(questions: list[Question], **kw: Ranker | float | JsonObject | None) -> dict[str, dict[str, float]]:
     """Per KG: a ranker trained on the other KGs, scored on this one."""
     out = {}
     for kg in sorted({q.kg for q in questions}):

@@ -18,17 +18,23 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.training.train_kgs import TrainQuestion, ensure_store, list_kgs, read_questions
+
+if TYPE_CHECKING:
+    from eval.records import Record
+    from kb_dumps.store_types import QueryResult, Store
+    from kbqa.translators.explore import ExploreTranslator
 
 log = logging.getLogger(__name__)
 ROW_CAP = 10_000  # the train answers are cut at 10,000 rows too
 QUESTION_KEYS = ("qw:", "q0:", "q1:", "q_")
 
 
-def result_json(res: Any) -> dict[str, Any]:
+def result_json(res: QueryResult) -> JsonObject:
     """A store result as a SPARQL JSON result (what the answer metrics read)."""
     if res.kind == "ask":
         return {"boolean": bool(res.boolean)}
@@ -37,7 +43,7 @@ def result_json(res: Any) -> dict[str, Any]:
                                      for row in res.rows]}}
 
 
-def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]:
+def label_candidates(translator: ExploreTranslator, question: TrainQuestion) -> JsonObject:
     """Run the search on one question and score each checked candidate's answers against the gold."""
     from eval.answer_metrics import score_question
     from kbqa.translators.explore.features.structure import graph_features
@@ -63,7 +69,7 @@ def label_candidates(translator: Any, question: TrainQuestion) -> dict[str, Any]
             "seconds": round(float(info.get("seconds", 0.0)), 4), "candidates": cands}
 
 
-def _gold_rows(gold: dict[str, Any] | None) -> int:
+def _gold_rows(gold: JsonObject | None) -> int:
     if not gold:
         return 0
     if "results" in gold:
@@ -71,7 +77,7 @@ def _gold_rows(gold: dict[str, Any] | None) -> int:
     return len(gold.get("rows") or [])
 
 
-def read_candidates(path: str | Path) -> list[dict[str, Any]]:
+def read_candidates(path: str | Path) -> list[JsonObject]:
     out = []
     p = Path(path)
     with p.open(encoding="utf-8") as f:
@@ -125,7 +131,7 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
     return out_path
 
 
-def iter_groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], list[dict[str, float]], list[float]]]:
+def iter_groups(rows: list[JsonObject]) -> Iterator[tuple[JsonObject, list[dict[str, float]], list[float]]]:
     """Per question: its row, each candidate's full features (the question's words added back) and F1."""
     from kbqa.translators.explore.features.structure import question_features
 
@@ -135,7 +141,7 @@ def iter_groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], li
         yield r, feats, [float(c["f1"]) for c in r["candidates"]]
 
 
-def benchmark_gold(rec: Any, store: Any, kb: str) -> dict[str, Any] | None:
+def benchmark_gold(rec: Record, store: Store, kb: str) -> JsonObject | None:
     """A benchmark record's gold answers: its gold query run on the same store (a file may name one answer of
     many, as SimpleQuestions does), else the answers the file gives."""
     if rec.sparql:

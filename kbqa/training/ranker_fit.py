@@ -17,16 +17,19 @@ import random
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.training.ranker_data import iter_groups
+from kbqa.translators.explore.rank.rankers import AnyRanker
 from kbqa.translators.explore.rank.trees import Tree, TreeRanker
 
 LEFT_OUT = ("struct_prior",)
-DEFAULT_PARAMS: dict[str, Any] = {
+LgbParams: TypeAlias = dict[str, str | int | float | bool]  # LightGBM training parameters
+DEFAULT_PARAMS: LgbParams = {
     "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
     "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0,
     "lambdarank_truncation_level": 20, "verbosity": -1, "num_threads": 2, "seed": 7, "deterministic": True,
@@ -44,10 +47,10 @@ class Dataset:
     x: np.ndarray
     y: np.ndarray
     groups: list[int]  # candidates per question, in row order
-    rows: list[dict[str, Any]]  # the questions (with or without candidates)
+    rows: list[JsonObject]  # the questions (with or without candidates)
 
 
-def vocabulary(rows: list[dict[str, Any]], min_word_count: int) -> list[str]:
+def vocabulary(rows: list[JsonObject], min_word_count: int) -> list[str]:
     """Feature names: every non-word feature seen, and the question-word features of frequent words."""
     words: Counter[str] = Counter()
     other: set[str] = set()
@@ -63,7 +66,7 @@ def vocabulary(rows: list[dict[str, Any]], min_word_count: int) -> list[str]:
     return sorted(other) + sorted(k for k, n in words.items() if n >= min_word_count)
 
 
-def make_dataset(rows: list[dict[str, Any]], names: list[str]) -> Dataset:
+def make_dataset(rows: list[JsonObject], names: list[str]) -> Dataset:
     index = {n: i for i, n in enumerate(names)}
     xs, ys, groups = [], [], []
     for _r, feats, f1s in iter_groups(rows):
@@ -100,8 +103,8 @@ def _informative(d: Dataset) -> Dataset:
     return Dataset(d.names, np.vstack(keep_x), np.concatenate(keep_y), keep_g, d.rows)
 
 
-def fit(rows: list[dict[str, Any]], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
-        params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> TreeRanker:
+def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
+        params: LgbParams | None = None, meta: JsonObject | None = None) -> TreeRanker:
     try:
         import lightgbm as lgb
     except ImportError:
@@ -124,7 +127,7 @@ def _safe(names: list[str]) -> list[str]:
     return [f"f{i}" for i in range(len(names))]
 
 
-def from_lightgbm(model: dict[str, Any], names: list[str], meta: dict[str, Any]) -> TreeRanker:
+def from_lightgbm(model: JsonObject, names: list[str], meta: JsonObject) -> TreeRanker:
     """LightGBM's `dump_model()` JSON as flat node arrays (children after parents)."""
     trees = []
     for info in model.get("tree_info", []):
@@ -134,7 +137,7 @@ def from_lightgbm(model: dict[str, Any], names: list[str], meta: dict[str, Any])
         right: list[int] = []
         value: list[float] = []
 
-        def add(node: dict[str, Any], split: list[int] = split, thr: list[float] = thr, left: list[int] = left,
+        def add(node: JsonObject, split: list[int] = split, thr: list[float] = thr, left: list[int] = left,
                 right: list[int] = right, value: list[float] = value) -> int:
             i = len(split)
             split.append(-1)
@@ -158,25 +161,25 @@ def from_lightgbm(model: dict[str, Any], names: list[str], meta: dict[str, Any])
     return TreeRanker(list(names), trees, 0.0, meta)
 
 
-def _scores(ranker: Any, feats: list[dict[str, float]]) -> np.ndarray:
+def _scores(ranker: AnyRanker, feats: list[dict[str, float]]) -> np.ndarray:
     if isinstance(ranker, TreeRanker):
         return ranker.score_dicts(feats)
     # the linear ranker of explore/rank/rankers.py
     return np.array([ranker.bias + sum(ranker.weights.get(k, 0.0) * v for k, v in f.items()) for f in feats])
 
 
-def picks(ranker: Any, rows: list[dict[str, Any]]) -> list[int]:
+def picks(ranker: AnyRanker, rows: list[JsonObject]) -> list[int]:
     """The index of each question's top candidate (−1: it has none)."""
     return [int(np.argmax(_scores(ranker, feats))) if feats else -1 for _r, feats, _f1 in iter_groups(rows)]
 
 
-def top1(ranker: Any, rows: list[dict[str, Any]], k: int = 50) -> dict[str, float]:
+def top1(ranker: AnyRanker, rows: list[JsonObject], k: int = 50) -> dict[str, float]:
     """Share of questions whose top candidate's answers equal the gold (no candidate: wrong), mean F1 of the top
     candidate, the oracle over the first `k` candidates in the file's order and over all, and mean candidates."""
     return summarise(rows, picks(ranker, rows), k)
 
 
-def summarise(rows: list[dict[str, Any]], chosen: list[int], k: int = 50) -> dict[str, float]:
+def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50) -> dict[str, float]:
     hits, f1s, oracle_k, oracle = [], [], [], []
     for r, pick in zip(rows, chosen, strict=True):
         f1 = [float(c["f1"]) for c in r["candidates"]]
@@ -190,7 +193,7 @@ def summarise(rows: list[dict[str, Any]], chosen: list[int], k: int = 50) -> dic
             "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
 
 
-def kfold_by_kg(rows: list[dict[str, Any]], folds: int = 5, seed: int = 0, **fit_kw: Any) -> dict[str, Any]:
+def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0, **fit_kw: int | LgbParams | None) -> JsonObject:
     """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's."""
     kgs = sorted({r["kg"] for r in rows})
     random.Random(seed).shuffle(kgs)

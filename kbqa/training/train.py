@@ -17,10 +17,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb_dumps.stage_errors import TranslateError
 from kbqa.backends.hf import ADAPTER_META, checkpoint_for, cpu_bf16
+
+if TYPE_CHECKING:
+    import torch
+    from peft import PeftModel
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 # The adapter's prompt: short, because on a CPU every prompt token is paid at each step; the `hf`
 # backend rewrites prompts to this layout when it loads an adapter carrying it.
@@ -132,14 +137,14 @@ def load_pairs(cfg: TrainConfig) -> list[tuple[str, str]]:
     return pairs[:cfg.max_pairs] if cfg.max_pairs else pairs
 
 
-def _ids(x: Any) -> list[int]:
+def _ids(x: BatchEncoding | list[int]) -> list[int]:
     """Token ids from apply_chat_template, whichever shape this transformers version returns."""
     if hasattr(x, "keys") and "input_ids" in x:
         x = x["input_ids"]
     return [int(i) for i in x]
 
 
-def encode_pair(tok: Any, question: str, target: str, system: str = TRAIN_SYSTEM) -> tuple[list[int], list[int]]:
+def encode_pair(tok: PreTrainedTokenizerBase, question: str, target: str, system: str = TRAIN_SYSTEM) -> tuple[list[int], list[int]]:
     """Input ids and labels for one pair: the loss is on the answer (and its end-of-turn) only."""
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
     prompt = _ids(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
@@ -147,7 +152,7 @@ def encode_pair(tok: Any, question: str, target: str, system: str = TRAIN_SYSTEM
     return prompt + answer, [-100] * len(prompt) + answer
 
 
-def build_examples(tok: Any, pairs: list[tuple[str, str]], max_len: int) -> tuple[list[tuple[list[int], list[int]]], int]:
+def build_examples(tok: PreTrainedTokenizerBase, pairs: list[tuple[str, str]], max_len: int) -> tuple[list[tuple[list[int], list[int]]], int]:
     examples, dropped = [], 0
     for q, t in pairs:
         ids, labels = encode_pair(tok, q, t)
@@ -170,7 +175,7 @@ def batch_indices(n: int, batch_size: int, step: int, seed: int) -> list[int]:
     return out
 
 
-def collate(examples: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
+def collate(examples: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
     import torch
 
     width = max(len(ids) for ids, _ in examples)
@@ -292,7 +297,7 @@ def train(cfg: TrainConfig, log: Callable[[str], None] = lambda s: print(s, file
     return result
 
 
-def _save_checkpoint(model: Any, optim: Any, ckpt: Path, step: int, losses: list) -> None:
+def _save_checkpoint(model: PeftModel, optim: torch.optim.Optimizer, ckpt: Path, step: int, losses: list) -> None:
     import torch
 
     ckpt.mkdir(parents=True, exist_ok=True)

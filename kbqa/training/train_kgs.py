@@ -17,8 +17,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 
 ANSWERS_FILE = "train_answers.jsonl.gz"
@@ -33,14 +33,14 @@ class TrainQuestion:
     kg: str
     question: str
     sparql: str
-    gold: dict[str, Any] | None
+    gold: JsonObject | None
 
     @property
     def trivial(self) -> bool:
         return is_trivial(self.gold)
 
 
-def is_trivial(result: dict[str, Any] | None) -> bool:
+def is_trivial(result: JsonObject | None) -> bool:
     """A result that any wrong count or empty aggregate also gives: no rows, or one row of `0` / unbound."""
     if result is None:
         return True
@@ -97,7 +97,7 @@ def read_questions(folder: str | Path, kgs: list[str] | None = None, *, keep_tri
     return out
 
 
-def _answers(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _answers(path: Path) -> Iterator[tuple[int, JsonObject]]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():

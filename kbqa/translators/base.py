@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import TranslateError  # noqa: F401 - the translators' error, named with their interface
 from kbqa.frontends import FRONTENDS
 
@@ -27,7 +27,7 @@ class TranslationResult:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
     confirmed: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:

@@ -14,13 +14,13 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import hnswlib
 import numpy as np
 
 from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder
 from grounding.text import normalize
+from kb_dumps.json_types import JsonObject
 from kb_dumps.layout import StoreLayout
 from kbqa.translators.base import TranslateError
 from kbqa.translators.mentions import MentionPrior
@@ -116,7 +116,7 @@ class Hit:
 class CaseBank:
     """Cases plus their vector index. Load with `CaseBank.load(dir)`; build with `casebank_build.build_case_bank`."""
 
-    def __init__(self, cases: list[Case], index: hnswlib.Index | None, meta: dict[str, Any],
+    def __init__(self, cases: list[Case], index: hnswlib.Index | None, meta: JsonObject,
                  prior: MentionPrior | None = None, folder: Path | None = None):
         self.cases = cases
         self.index = index
@@ -216,7 +216,7 @@ class CaseBank:
                 return hits[:k]
             n = min(len(self.cases), n * 4)
 
-    def search(self, question: str, k: int = 20, **kw: Any) -> list[Hit]:
+    def search(self, question: str, k: int = 20, **kw: set[str] | None) -> list[Hit]:
         """Nearest cases to a (masked or plain) question text."""
         return self.search_vector(self.encode([question])[0], k, **kw)
 

@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from assembler.plan import IRI, Placeholder, Triple, walk
+from assembler.plan import IRI, Node, Placeholder, Triple, walk
 from grounding.embedder import DEFAULT_MODEL, get_embedder
 from grounding.text import normalize
 from kb_dumps.label_memory import LabelMemory
@@ -143,7 +143,7 @@ def _slots_and_checks(parsed: ParseResult, question: str, memory: LabelMemory,
     return slots, checks
 
 
-def _property_iri(p: Any, props: dict[str, str], profile: KBProfile) -> str | None:
+def _property_iri(p: Node, props: dict[str, str], profile: KBProfile) -> str | None:
     """The predicate IRI of a simple (non-path) triple, in its statement role."""
     if isinstance(p, IRI):
         return p.value

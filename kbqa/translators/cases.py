@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assembler.plan import Placeholder, walk
 from grounding.context import TripleChecker
@@ -24,7 +24,7 @@ from kb_dumps.profiles import get_profile
 from kbqa.frontends.desq import parse_desq
 from kbqa.frontends.desq_writer import to_desq_text
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
-from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, bank_dir, question_key, slot_pattern
+from kbqa.translators.casebank import NEUTRAL, Case, CaseBank, Hit, Slot, bank_dir, question_key, slot_pattern
 
 if TYPE_CHECKING:
     from kb_dumps.store_types import Store
@@ -198,7 +198,7 @@ class CasesTranslator(Translator):
         pool = masked + [m for m in ranked if m not in masked]
         return sorted(choose(pool, n), key=lambda m: m.start)
 
-    def _entity_choices(self, slots: list[Any], picked: list[Mention]
+    def _entity_choices(self, slots: list[Slot], picked: list[Mention]
                         ) -> list[dict[str, tuple[Mention | None, EntityCandidate | None, float]]]:
         """Combinations of candidate entities for the slots: up to 5 for the first slot, 2 for the second, then 1
         (the KB re-rank decides among them)."""

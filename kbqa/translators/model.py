@@ -7,8 +7,9 @@ Backends come from `kbqa.backends.BACKENDS` (openai, llama-cpp, hf); grammars fr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kb_dumps.json_types import JsonObject
 from kbqa.backends.base import Backend
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
 from kbqa.translators.casebank import CaseBank
@@ -65,7 +66,7 @@ class ModelTranslator(Translator):
         except TranslateError as e:
             e.info.qid = e.info.qid or qid
             raise
-        details: dict[str, Any] = {"examples": [q for q, _ in examples], "grammar": grammar is not None,
+        details: JsonObject = {"examples": [q for q, _ in examples], "grammar": grammar is not None,
                                    "attempts": out.attempts, "finish_reason": out.finish_reason,
                                    "tokens_estimated": out.tokens_estimated, "repair": previous is not None}
         return TranslationResult(out.text, frontend, self.backend.name, out.model, out.tokens_in, out.tokens_out,

@@ -8,13 +8,18 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from grounding.schema import SchemaMemory
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.profiles import KBProfile
 from kb_dumps.store_types import Store
 from kbqa.translators.language import LanguageProfile
+
+if TYPE_CHECKING:
+    from kbqa.translators.base import TranslationResult
+    from kbqa.translators.casebank import CaseBank, Hit
+    from kbqa.translators.cases import CasesTranslator
 
 DEFAULT_BUDGET_S = 2.0
 DEFAULT_CAP = 400
@@ -42,14 +47,14 @@ class CaseBankView:
     questions a benchmark scores excluded. A question never retrieves its own case: each lookup excludes it for
     that lookup only; the exclusions themselves change only through `exclude`."""
 
-    def __init__(self, store_dir: Path, store: Store, memory: LabelMemory, bank: Any = None):
+    def __init__(self, store_dir: Path, store: Store, memory: LabelMemory, bank: CaseBank | None = None):
         self.store_dir, self.store, self.memory = store_dir, store, memory
-        self._bank: Any = bank  # None: not loaded yet; False: the store has none
-        self._cases: Any = None  # the `cases` translator over the same bank, built on first use
+        self._bank: CaseBank | Literal[False] | None = bank  # None: not loaded yet; False: the store has none
+        self._cases: CasesTranslator | None = None  # the `cases` translator over the same bank, built on first use
         self.exclude_ids: set[str] = set()
         self.exclude_questions: set[str] = set()
 
-    def bank(self) -> Any:
+    def bank(self) -> CaseBank | Literal[False]:
         """The case bank, or False when there is none."""
         if self._bank is None:
             from kbqa.translators.casebank import CaseBank, bank_dir
@@ -72,14 +77,14 @@ class CaseBankView:
         if self._cases is not None:
             self._cases.exclude(ids, questions)
 
-    def nearest(self, text: str, question: str, k: int) -> list[Any]:
+    def nearest(self, text: str, question: str, k: int) -> list[Hit]:
         """The `k` cases nearest to `text` (the question, masked), never `question`'s own nor an excluded one."""
         from kbqa.translators.casebank import question_key
 
         skip = self.exclude_questions | {question_key(question)}
         return self.bank().search(text, k=k, exclude_ids=self.exclude_ids or None, exclude_questions=skip)
 
-    def cases_translator(self) -> Any:
+    def cases_translator(self) -> CasesTranslator | None:
         """The `cases` translator over this bank (one per view, sharing the store and label memory); None when
         the bank is missing or empty."""
         if not self.usable():
@@ -91,7 +96,7 @@ class CaseBankView:
             self._cases.exclude(self.exclude_ids, self.exclude_questions)
         return self._cases
 
-    def translate_with_cases(self, question: str, *, qid: str | None = None) -> Any:
+    def translate_with_cases(self, question: str, *, qid: str | None = None) -> TranslationResult:
         """The `cases` translator's translation of `question` with its own case excluded (a benchmark scores bank
         questions too). The lookup runs on a shallow copy, so the shared exclusions are never changed."""
         from kbqa.translators.casebank import question_key

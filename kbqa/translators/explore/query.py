@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grounding.schema import SchemaMemory
+    from kb_dumps.store_types import QueryResult
+    from kbqa.translators.explore.lower.text import Lowered
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,8 @@ class Graph:
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     rows: int | None = None  # answers found by the execution check
-    result: Any = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
-    lowered: Any = field(default=None, repr=False, compare=False)  # its Plan, once lowered (lower/text.py)
+    result: QueryResult | None = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
+    lowered: tuple[SchemaMemory, Lowered] | None = field(default=None, repr=False, compare=False)  # its Plan, once lowered (lower/text.py)
 
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grounding.schema import SchemaMemory, open_schema
+from kb_dumps.json_types import JsonObject
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
-from kb_dumps.profiles import get_profile
+from kb_dumps.profiles import KBProfile, get_profile
 from kb_dumps.store_types import Store
 from kbqa.settings import TranslatorSettings
 from kbqa.translators.base import TranslateError, TranslationResult, Translator
@@ -48,6 +49,9 @@ from kbqa.translators.explore.rank.chooser import Chooser, make_chooser
 from kbqa.translators.explore.rank.rankers import AnyRanker, load_ranker, ranker_info
 from kbqa.translators.language import LanguageProfile, get_language
 
+if TYPE_CHECKING:
+    from kbqa.translators.casebank import CaseBank
+
 __all__ = ["CHECK_ROW_CAP", "DEFAULT_BUDGET_S", "DEFAULT_CAP", "ExploreTranslator", "make", "open_ranker"]
 
 
@@ -59,7 +63,7 @@ class ExploreTranslator(Translator):
 
     def __init__(self, store_dir: str | Path, *, store: Store | None = None, memory: LabelMemory | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, ranker: AnyRanker | None = None,
-                 schema: SchemaMemory | None = None, bank: Any = None, weak_score: float | None = WEAK_SCORE,
+                 schema: SchemaMemory | None = None, bank: CaseBank | None = None, weak_score: float | None = WEAK_SCORE,
                  fallback: str = "auto", language: str | LanguageProfile | None = None):
         store_dir = Path(store_dir)
         try:
@@ -105,7 +109,7 @@ class ExploreTranslator(Translator):
         return self.ctx.schema
 
     @property
-    def profile(self) -> Any:
+    def profile(self) -> KBProfile:
         return self.ctx.profile
 
     @property
@@ -131,7 +135,7 @@ class ExploreTranslator(Translator):
         """The link stage alone: what the question names that the store knows, and its cue words."""
         return link_question(self.ctx, self.entities, question)
 
-    def search(self, question: str) -> tuple[Anchors, list[Graph], dict[str, Any]]:
+    def search(self, question: str) -> tuple[Anchors, list[Graph], JsonObject]:
         """Link, propose, features, rank: the anchors, the checked candidates best first, and what the search did."""
         t0 = time.perf_counter()
         anchors = link_question(self.ctx, self.entities, question)
@@ -140,7 +144,7 @@ class ExploreTranslator(Translator):
         add_struct_prior(question, pool, lang=self.ctx.language)  # P(shape | the question's words)
         add_question_features(question, pool)  # the question's words, for the trees
         ranked, executed, out_of_time = rank_by_execution(self.ctx, self.ranker, pool, t0)
-        info = {"candidates_built": len(pool), "executed": executed, "kept": len(ranked),
+        info: JsonObject = {"candidates_built": len(pool), "executed": executed, "kept": len(ranked),
                 "truncated": truncated or out_of_time, "seconds": round(time.perf_counter() - t0, 4)}
         return anchors, ranked, info
 
@@ -167,7 +171,7 @@ class ExploreTranslator(Translator):
         return translation(self.ctx, best, anchors, ranked, info, ranker=ranker_info(self.ranker),
                            contributions=self.ranker.contributions, chosen=chosen, seconds=time.perf_counter() - t0)
 
-    def fallback(self, question: str, reason: str, info: dict[str, Any], *,
+    def fallback(self, question: str, reason: str, info: JsonObject, *,
                  qid: str | None = None) -> TranslationResult | None:
         """Where the store lacks the facts: the learned structure (Wikidata stores), else the nearest case's
         structure re-grounded from the question; None when neither fits."""

@@ -8,7 +8,7 @@ features/prior.py, the graph's structure and the question's words in features/st
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
@@ -16,14 +16,19 @@ from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.lower.text import verbalise
 from kbqa.translators.explore.query import Graph
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from grounding.embedder import Embedder
+
 
 class CandidateFeatures:
     """Computes the features above for one store's candidates (caches the embedder and predicate vectors)."""
 
     def __init__(self, ctx: ExploreContext):
         self.ctx = ctx
-        self._embedder: Any = None
-        self._pred_vecs: dict[str, Any] = {}
+        self._embedder: Embedder | Literal[False] | None = None  # None: not loaded yet; False: none loads
+        self._pred_vecs: dict[str, np.ndarray] = {}
 
     def add(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """Every feature of this module, on every candidate."""
@@ -46,7 +51,7 @@ class CandidateFeatures:
 
         from kbqa.translators.mentions import mask
 
-        masked_vecs: dict[str, Any] = {}  # the question without the candidate's own anchor words
+        masked_vecs: dict[str, np.ndarray] = {}  # the question without the candidate's own anchor words
         todo = [p for p in {g.conds[0].path[0].pred for g in hops} if p not in self._pred_vecs]
         if todo:
             rows = x.memory.get_many([x.profile.property_entity(p) for p in todo])
@@ -66,7 +71,7 @@ class CandidateFeatures:
                 masked_vecs[masked] = emb.encode_one(masked)
             g.features["rel_sim"] = float(np.dot(masked_vecs[masked], self._pred_vecs[cond.path[0].pred]))
 
-    def text_embedder(self) -> Any:
+    def text_embedder(self) -> Embedder | Literal[False]:
         """The embedder of the store's grounding index (process-wide, shared with the grounder), else the
         default one; False when none loads (the similarity features then stay 0)."""
         x = self.ctx

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kbqa.translators.explore.link.words import read_cues
 from kbqa.translators.explore.query import Graph
 from kbqa.translators.language import ENGLISH, LanguageProfile
@@ -89,7 +89,7 @@ class StructurePrior:
     labels: list[str]
     bias: list[float]
     weights: dict[str, list[float]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
 
     def predict(self, question: str) -> dict[str, float]:
         z = list(self.bias)
@@ -107,7 +107,7 @@ class StructurePrior:
         shape = graph_shape(g)
         return probs[shape] if shape in probs else 1.0 / max(1, len(self.labels))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"format": PRIOR_FORMAT, "labels": self.labels, "bias": self.bias, "weights": self.weights,
                 "meta": self.meta}
 
@@ -116,7 +116,7 @@ class StructurePrior:
                               encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StructurePrior:
+    def from_dict(cls, d: JsonObject) -> StructurePrior:
         if d.get("format") != PRIOR_FORMAT:
             raise ValueError(f"not a structure prior (format {d.get('format')!r}, expected {PRIOR_FORMAT})")
         labels = [str(x) for x in d["labels"]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grounding.text import normalize
 from kb_dumps.stage_errors import KBQAError
@@ -14,6 +14,9 @@ from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.names import name_variants
 from kbqa.translators.explore.link.words import Link
+
+if TYPE_CHECKING:
+    from kbqa.translators.mentions import MentionDetector
 
 MAX_VARIANTS = 6  # weak links for respelt or shortened names (link/names.py)
 
@@ -23,7 +26,7 @@ class EntityLinker:
 
     def __init__(self, ctx: ExploreContext):
         self.ctx = ctx
-        self._detector: Any = None
+        self._detector: MentionDetector | None = None
 
     def entities(self, question: str, avoid: Sequence[tuple[int, int]] = ()) -> list[Link]:
         """Entity mentions through the store's lexical index (the mention detector of the cases translator)."""

@@ -12,12 +12,16 @@ decide — an item that holds the relation the question asks about beats a bette
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from grounding.text import normalize
 from kbqa.translators.explore.link.words import Link
 from kbqa.translators.language import ENGLISH, LanguageProfile
 from kbqa.translators.mentions import tokenize
+
+if TYPE_CHECKING:
+    from grounding.lexical_index import KindLexicon, LexicalHit
+    from kb_dumps.label_memory import LabelMemory
 
 MAX_TOKENS = 7  # the longest n-gram looked up
 MAX_LOOKUPS = 40  # lexical lookups per question (about 1 ms each)
@@ -40,7 +44,7 @@ def _in_order(words: list[str], name: list[str]) -> bool:
     return all(w in it for w in words)
 
 
-def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
+def name_variants(question: str, found: list[Link], lexicon: KindLexicon, memory: LabelMemory,
                   avoid: Sequence[tuple[int, int]] = (), lang: LanguageProfile = ENGLISH) -> list[Link]:
     """Weak entity links for n-grams that name an item differently from its label (see the module docstring).
 
@@ -67,7 +71,7 @@ def name_variants(question: str, found: list[Link], lexicon: Any, memory: Any,
             spans.append((i, j))
     # longer n-grams first: they name more specific items; the budget keeps slow questions bounded
     spans.sort(key=lambda s: -(s[1] - s[0]))
-    matches: list[tuple[int, int, float, Any]] = []  # (first token, last token + 1, score, lexical hit)
+    matches: list[tuple[int, int, float, LexicalHit]] = []  # (first token, last token + 1, score, lexical hit)
     for i, j in spans[:MAX_LOOKUPS]:
         words = [t[2] for t in toks[i:j]]
         norm = " ".join(words)

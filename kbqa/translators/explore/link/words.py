@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from rapidfuzz import fuzz
 
 from grounding.schema import SchemaMemory
 from grounding.text import normalize
+from kb_dumps.json_types import JsonObject
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
@@ -41,7 +41,7 @@ class Cues:
     vs_average: list[tuple[str, int]] = field(default_factory=list)  # (op, offset): "older than (the) average"
     wh: str = ""  # who | when | where | how many | which | what
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False, [], "")}
 
 
@@ -140,7 +140,7 @@ class Link:
     op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
     variant: bool = False  # an entity named differently from its label (link/names.py): a weak link
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 

@@ -5,8 +5,8 @@ scores and largest feature contributions: `kbqa ask --explain`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kbqa.translators.base import TranslateError, TranslationResult
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.anchors import Anchors
@@ -16,14 +16,14 @@ from kbqa.translators.explore.query import Graph
 SHOW_CANDIDATES = 5
 
 
-def translation(ctx: ExploreContext, best: Graph, a: Anchors, ranked: list[Graph], info: dict[str, Any], *,
-                ranker: dict[str, Any], contributions: Callable[[Graph], dict[str, float]],
-                chosen: dict[str, Any] | None, seconds: float) -> TranslationResult:
+def translation(ctx: ExploreContext, best: Graph, a: Anchors, ranked: list[Graph], info: JsonObject, *,
+                ranker: JsonObject, contributions: Callable[[Graph], dict[str, float]],
+                chosen: JsonObject | None, seconds: float) -> TranslationResult:
     """`best` written as DeSQ; `ranker` says which ranker chose, `contributions` why (a candidate's largest
     feature contributions)."""
     text = write(best, ctx.schema, desq=True)
     confirmed = {name: iri for name, iri in lower(best, ctx.schema).mapping.items() if iri}
-    details = {"search": info, "cues": a.cues.to_dict(),
+    details: JsonObject = {"search": info, "cues": a.cues.to_dict(),
                "confirmed": confirmed,  # placeholder -> the IRI the search's check ran with
                "linked": [lk.to_dict() for lk in (a.classes + a.predicates + a.values + a.entities)[:12]],
                "ranker": ranker,

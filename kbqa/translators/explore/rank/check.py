@@ -4,13 +4,16 @@ dropping those without answers unless ASK or COUNT), and score the survivors aga
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.lower.text import write
 from kbqa.translators.explore.query import Graph
 from kbqa.translators.explore.rank.rankers import AnyRanker
+
+if TYPE_CHECKING:
+    from kb_dumps.store_types import Term
 
 CHECK_ROW_CAP = 1000  # rows the execution check reads of a candidate
 
@@ -49,5 +52,5 @@ def rank_by_execution(ctx: ExploreContext, ranker: AnyRanker, pool: list[Graph],
     return checked, executed, truncated
 
 
-def _all_empty(rows: list[list[Any]]) -> bool:
+def _all_empty(rows: list[list[Term | None]]) -> bool:
     return not rows or all(all(c is None for c in r) for r in rows)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.backends.base import Backend
 from kbqa.settings import TranslatorSettings
@@ -58,12 +58,12 @@ class Chooser:
             raise ValueError(f"the chooser shows 2 to 9 candidates (one digit), not {k}")
         self.backend, self.k, self.use_grammar = backend, k, use_grammar
 
-    def choose(self, question: str, readings: list[str]) -> dict[str, Any]:
+    def choose(self, question: str, readings: list[str]) -> JsonObject:
         """What the model picked among `readings` (the ranker's order, best first) and which one is used: a dict
         with `used` (1-based), `pick` (the model's number, None when there was none), `ranker_pick` (1),
         `reply`, `seconds` and `fallback` (why the ranker's pick stays; None when the model's pick is used)."""
         readings = readings[:self.k]
-        out: dict[str, Any] = {"backend": self.backend.name, "model": getattr(self.backend, "model", ""),
+        out: JsonObject = {"backend": self.backend.name, "model": getattr(self.backend, "model", ""),
                                "k": len(readings), "ranker_pick": 1, "pick": None, "used": 1, "reply": None,
                                "seconds": 0.0, "fallback": None}
         if len(readings) < 2:

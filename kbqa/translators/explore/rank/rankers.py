@@ -14,8 +14,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from kb_dumps.json_types import JsonObject
 from kbqa.translators.explore.query import Graph
 from kbqa.translators.explore.rank.trees import TREES_FORMAT, TreeRanker
 
@@ -32,7 +32,7 @@ FEATURES = ("coverage", "cond_score", "focus", "cue_ok", "cue_miss", "cmp", "neg
 class Ranker:
     weights: dict[str, float] = field(default_factory=dict)
     bias: float = 0.0
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
     source: str = ""  # the file it was read from ("": built in memory)
 
     def features(self, g: Graph) -> dict[str, float]:
@@ -58,14 +58,14 @@ class Ranker:
         ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
         return {k: round(v, 4) for k, v in ranked if v != 0.0}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"format": WEIGHTS_FORMAT, "bias": self.bias, "weights": self.weights, "meta": self.meta}
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Ranker:
+    def from_dict(cls, d: JsonObject) -> Ranker:
         if d.get("format") != WEIGHTS_FORMAT:
             raise ValueError(f"not explore ranker weights (format {d.get('format')!r}, expected {WEIGHTS_FORMAT})")
         weights = {str(k): float(v) for k, v in d.get("weights", {}).items()}
@@ -100,10 +100,10 @@ def load_ranker(path: str | Path | None = None) -> AnyRanker:
     return ranker
 
 
-def ranker_info(ranker: AnyRanker) -> dict[str, Any]:
+def ranker_info(ranker: AnyRanker) -> JsonObject:
     """Which ranker chose (the step report and `--explain` say it): its file, kind and what it was fitted on."""
     kind = "trees" if hasattr(ranker, "trees") else "linear"
-    info: dict[str, Any] = {"file": ranker.source or "(given in code)", "kind": kind}
+    info: JsonObject = {"file": ranker.source or "(given in code)", "kind": kind}
     for key in ("fitted_on", "command", "source"):
         if key in ranker.meta:
             info[key] = ranker.meta[key]

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from kb_dumps.json_types import JsonObject
 from kbqa.translators.explore.features.structure import graph_features
 from kbqa.translators.explore.query import Graph
 
@@ -38,7 +38,7 @@ class Tree:
     value: np.ndarray
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], n_features: int) -> Tree:
+    def from_dict(cls, d: JsonObject, n_features: int) -> Tree:
         t = cls(np.asarray(d["split"], dtype=np.int64), np.asarray(d["threshold"], dtype=np.float64),
                 np.asarray(d["left"], dtype=np.int64), np.asarray(d["right"], dtype=np.int64),
                 np.asarray(d["value"], dtype=np.float64))
@@ -51,7 +51,7 @@ class Tree:
             raise ValueError("a tree names a feature or node that is not there (children must come after parents)")
         return t
 
-    def to_dict(self) -> dict[str, list[Any]]:
+    def to_dict(self) -> dict[str, list[int] | list[float]]:
         return {"split": self.split.tolist(), "threshold": self.threshold.tolist(), "left": self.left.tolist(),
                 "right": self.right.tolist(), "value": self.value.tolist()}
 
@@ -82,7 +82,7 @@ class TreeRanker:
     names: list[str]
     trees: list[Tree]
     base: float = 0.0
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
     source: str = ""  # the file it was read from ("": built in memory)
 
     def __post_init__(self) -> None:
@@ -123,7 +123,7 @@ class TreeRanker:
         order = np.argsort(-np.abs(out))[:top]
         return {self.names[i]: round(float(out[i]), 4) for i in order if out[i] != 0.0}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"format": TREES_FORMAT, "features": self.names, "base": self.base,
                 "trees": [t.to_dict() for t in self.trees], "meta": self.meta}
 
@@ -131,7 +131,7 @@ class TreeRanker:
         Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TreeRanker:
+    def from_dict(cls, d: JsonObject) -> TreeRanker:
         if d.get("format") != TREES_FORMAT:
             raise ValueError(f"not explore ranker trees (format {d.get('format')!r}, expected {TREES_FORMAT})")
         names = [str(n) for n in d.get("features", [])]
