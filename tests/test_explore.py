@@ -33,17 +33,13 @@ logging.getLogger("rdflib").setLevel(logging.ERROR)  # Spider gold queries use `
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("explore") / "zoo"
-    ingest([ZOO], store, profile="generic", progress=False)
-    return store
+def zoo(ingest_dumps) -> Path:
+    return ingest_dumps([ZOO], "zoo")
 
 
 @pytest.fixture(scope="module")
-def concert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("explore") / "concert_singer"
-    ingest([CONCERT], store, profile="generic", progress=False)
-    return store
+def concert(ingest_dumps) -> Path:
+    return ingest_dumps([CONCERT], "concert_singer")
 
 
 # The families below are checked end to end with the hand-set linear ranker, a fixed reference, so that a test

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.ingest import ingest
 from kb_dumps.stage_errors import KBQAError
 from kbqa.backends.base import Backend, GenerateResult
 from kbqa.pipeline import Engine
@@ -24,10 +23,8 @@ EX = "http://example.org/zoo/"
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("chooser") / "zoo"
-    ingest([ZOO], store, profile="generic", progress=False)
-    return store
+def zoo(ingest_dumps) -> Path:
+    return ingest_dumps([ZOO], "zoo")
 
 
 class Scripted(Backend):

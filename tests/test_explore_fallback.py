@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from grounding.build import build_index
-from kb_dumps.ingest import ingest
 from kb_dumps.stage_errors import KBQAError
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
@@ -27,9 +26,8 @@ EX = "http://example.org/people/"
 
 
 @pytest.fixture(scope="module")
-def people(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("fallback") / "people"
-    ingest([FIXTURES / "people.ttl"], store, profile="generic", progress=False)
+def people(ingest_dumps) -> Path:
+    store = ingest_dumps([FIXTURES / "people.ttl"], "people")
     build_index(store, progress=False)
     stats = build_case_bank(store, [str(FIXTURES / "cases.json")], folder=bank_dir(store), progress=False)
     assert stats.cases == 3

