@@ -87,24 +87,17 @@ class LabelMemory:
         return self._row(r) if r else None
 
     def get_many(self, iris: Iterable[str]) -> dict[str, LabelRow]:
-        out: dict[str, LabelRow] = {}
-        iris = list(dict.fromkeys(iris))
-        for i in range(0, len(iris), 500):
-            chunk = iris[i:i + 500]
-            q = f"SELECT {self._COLS} FROM labels WHERE id IN ({','.join('?' * len(chunk))})"
-            for r in self.conn.execute(q, chunk):
-                out[r[1]] = self._row(r)
-        return out
+        return {r[1]: self._row(r) for r in self._rows_where("id", list(dict.fromkeys(iris)))}
 
     def by_rowids(self, rowids: Iterable[int]) -> dict[int, LabelRow]:
-        out: dict[int, LabelRow] = {}
-        ids = list(rowids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            q = f"SELECT {self._COLS} FROM labels WHERE rowid IN ({','.join('?' * len(chunk))})"
-            for r in self.conn.execute(q, chunk):
-                out[r[0]] = self._row(r)
-        return out
+        return {r[0]: self._row(r) for r in self._rows_where("rowid", list(rowids))}
+
+    def _rows_where(self, column: str, keys: list[str] | list[int]) -> Iterator[tuple]:
+        """The raw rows whose `column` is one of `keys`, asked 500 keys at a time (SQLite's bound-parameter limit)."""
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            yield from self.conn.execute(
+                f"SELECT {self._COLS} FROM labels WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)
 
     def __len__(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM labels").fetchone()[0]

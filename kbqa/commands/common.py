@@ -22,13 +22,19 @@ if TYPE_CHECKING:
 # The settings of the same values (KBQA_* variables) have the same bounds: kb_dumps/settings_types.py.
 
 
-def seconds(text: str) -> float:
-    """A time budget: finite, more than 0, at most a day."""
+def _number_in(text: str, high: float) -> float | None:
+    """`text` as a finite number more than 0 and at most `high`; None when it is not one."""
     try:
         value = float(text)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        return None
+    return value if math.isfinite(value) and 0 < value <= high else None
+
+
+def seconds(text: str) -> float:
+    """A time budget: finite, more than 0, at most a day."""
+    value = _number_in(text, MAX_SECONDS)
+    if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a time budget: give seconds, more than 0 and at most "
                                          f"{MAX_SECONDS:g} (a day)")
     return value
@@ -55,11 +61,8 @@ def positive_float(high: float, what: str) -> Callable[[str], float]:
     """An argparse type: a finite number more than 0 and at most `high`."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value <= 0 or value > high:
+        value = _number_in(text, high)
+        if value is None:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}: give a number more than 0 and at most {high:g}")
         return value
 
