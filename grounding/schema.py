@@ -291,7 +291,7 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
     groups = build_groups(store, preds, memory)
     meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
             "values": kept, "seconds": round(time.perf_counter() - t0, 3), "queries": stats.queries,
-            "per_predicate": stats.per_predicate, "skipped": stats.skipped}
+            "per_predicate": stats.per_predicate, "skipped": stats.skipped, "timeouts": stats.timeouts}
     log.info("schema memory: %s", meta)
     return SchemaMemory(classes, preds, dict(values), meta, groups)
 

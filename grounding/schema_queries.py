@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kb_dumps.sparql_text import escape_string
-from kb_dumps.stage_errors import KBQAError
+from kb_dumps.stage_errors import KBQAError, QueryError
 from kb_dumps.store_types import Store, Term
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,21 @@ class FetchStats:
     queries: int = 0
     per_predicate: list[str] = field(default_factory=list)  # the aggregates that were asked per predicate
     skipped: int = 0  # per-predicate queries that timed out or were refused
+    timeouts: int = 0  # whole-KG aggregates that timed out (read in parts instead)
 
 
 def whole_kg(store: Store, query: str, stats: FetchStats) -> list[list[Term | None]] | None:
-    """The rows of a whole-KG aggregate, or None when the answer was cut (by our cap or the server's)."""
+    """The rows of a whole-KG aggregate, or None when the answer was cut (by our cap or the server's) or the
+    query ran out of time (the pages or per-predicate queries then read it in smaller parts)."""
     stats.queries += 1
-    res = store.query(query, timeout_s=QUERY_TIMEOUT_S, row_cap=WHOLE_KG_ROWS)
+    try:
+        res = store.query(query, timeout_s=QUERY_TIMEOUT_S, row_cap=WHOLE_KG_ROWS)
+    except QueryError as e:
+        if not e.timed_out:
+            raise
+        stats.timeouts += 1
+        log.info("schema memory: a whole-KG aggregate timed out; read in parts: %s", e)
+        return None
     return None if res.truncated else res.rows
 
 
