@@ -8,14 +8,15 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kb_dumps.json_types import JsonValue
 from kb_dumps.settings_types import MAX_SECONDS
 from kbqa.settings import get_settings
 
 if TYPE_CHECKING:
     from kb_dumps.store_types import Store
-    from kbqa.settings import ServerSettings
+    from kbqa.settings import ServerSettings, SettingValue
 
 # ---- argparse types: every numeric or path flag is checked where it is parsed ------------------------------
 # A bad value is argparse's usage error (exit 2, one line naming the flag), never a failure deep inside a verb.
@@ -178,7 +179,8 @@ def resolve_store(path: Path | None) -> Path:
     return store
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: JsonValue) -> None:
+    """One JSON line on stdout (a stray Path or date in `obj` is written as its text)."""
     print(json.dumps(obj, ensure_ascii=False, indent=None, default=str))
 
 
@@ -236,7 +238,7 @@ def add_server_translator_flags(p: argparse.ArgumentParser, what: str) -> None:
     add_translator_flags(p, what)
 
 
-def server_settings(args: argparse.Namespace, **given: Any) -> ServerSettings:
+def server_settings(args: argparse.Namespace, **given: SettingValue) -> ServerSettings:
     """`ServerSettings` for `kbqa serve` / `kbqa mcp`: the store (checked), the KBQA_SERVER_* limits, and the
     flags given on the command line on top (None = not given). A bad KBQA_* value is a usage error naming it."""
     from kb_dumps.layout import StoreLayout
