@@ -1,7 +1,8 @@
 """The front-ends: each turns its text into a Plan (`assembler/plan.py`). `FRONTENDS` is the one list of them.
 
-A factory takes the `Engine` asking and returns `parse(text) -> result` with `.plan`, `.errors` and
-`.constraints` (see `desq.ParseResult`); QCompiler and PyRAG take the engine's translator for their leaves.
+A factory takes the `Engine` asking and returns `parse(text) -> result`, a `frontend_result.FrontendResult`
+(`.plan`, `.errors`, `.ok`) with the front-end's `.constraints` (see `desq.ParseResult`); QCompiler and PyRAG take
+the engine's translator for their leaves.
 """
 
 from kbqa.registry import Registry

@@ -8,6 +8,7 @@ writer can escape every literal inside a FILTER).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from assembler import plan as ir
 from assembler.writer import BUILTIN_ARITY, BUILTINS, CASTS
@@ -194,17 +195,17 @@ class ExprParser:
         return left
 
     def parse_additive(self) -> ir.Node:
-        left = self.parse_multiplicative()
-        while self.tok.kind == "OP" and self.tok.text in ("+", "-"):
-            op = self.next().text
-            left = self.binary(op, left, self.parse_multiplicative())
-        return left
+        return self._left_assoc(("+", "-"), self.parse_multiplicative)
 
     def parse_multiplicative(self) -> ir.Node:
-        left = self.parse_unary()
-        while self.tok.kind == "OP" and self.tok.text in ("*", "/"):
+        return self._left_assoc(("*", "/"), self.parse_unary)
+
+    def _left_assoc(self, ops: tuple[str, ...], operand: Callable[[], ir.Node]) -> ir.Node:
+        """`operand (op operand)*` for `op` in `ops`, folded to the left: a - b - c is (a - b) - c."""
+        left = operand()
+        while self.tok.kind == "OP" and self.tok.text in ops:
             op = self.next().text
-            left = self.binary(op, left, self.parse_unary())
+            left = self.binary(op, left, operand())
         return left
 
     def parse_unary(self) -> ir.Node:

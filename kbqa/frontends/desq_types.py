@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assembler.plan import Query
-from kb_dumps.stage_errors import ErrorInfo
+from kbqa.frontends.frontend_result import FrontendResult
 
 FORMAT = "desq/1"
 
@@ -45,21 +44,14 @@ class GroundingLine:
 
 
 @dataclass
-class ParseResult:
+class ParseResult(FrontendResult):
     """The Plan (None when any problem was found), all problems, and the parsed sections."""
 
-    plan: Query | None
-    errors: list[ErrorInfo] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     grounding: list[GroundingLine] = field(default_factory=list)
     format: str = FORMAT
 
-    @property
-    def ok(self) -> bool:
-        return self.plan is not None and not self.errors
-
     def to_dict(self) -> dict:
-        return {"format": self.format, "plan": self.plan.to_dict() if self.plan else None,
-                "errors": [e.to_dict() for e in self.errors],
+        return {**self._result_dict(self.format),
                 "constraints": [c.to_dict() for c in self.constraints],
                 "grounding": [g.to_dict() for g in self.grounding]}

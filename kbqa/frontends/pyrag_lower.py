@@ -35,6 +35,7 @@ from assembler.plan import (
 from kb_dumps.profiles import XSD, KBProfile, get_profile
 from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_expr import expand_uri
+from kbqa.frontends.frontend_result import FrontendResult
 from kbqa.frontends.pyrag_program import FINAL, OPS, ArgValue, FStr, PCall, Program, Ref, Stmt, read_program
 from kbqa.frontends.qcompiler import AtomicQuery, LeafRecord, LeafRepair, LeafTranslate, translate_question
 from kbqa.frontends.qcompiler_plan import Lowered, answer_of, pattern_items, rename_apart, tag_ac
@@ -57,26 +58,19 @@ class Val:
 
 
 @dataclass
-class PyragResult:
+class PyragResult(FrontendResult):
     """The Plan (None when any problem was found), every problem, the program and its ask_kb sub-questions."""
 
-    plan: Query | None
-    errors: list[ErrorInfo] = field(default_factory=list)
     program: Program | None = None
     subquestions: list[LeafRecord] = field(default_factory=list)
     lowered_lines: list[int] = field(default_factory=list)  # the slice that final_answer depends on
-
-    @property
-    def ok(self) -> bool:
-        return self.plan is not None and not self.errors
 
     @property
     def constraints(self) -> list[LeafRecord]:
         return self.subquestions
 
     def to_dict(self) -> dict:
-        return {"format": "pyrag", "plan": self.plan.to_dict() if self.plan else None,
-                "errors": [e.to_dict() for e in self.errors], "lowered_lines": self.lowered_lines,
+        return {**self._result_dict("pyrag"), "lowered_lines": self.lowered_lines,
                 "statements": [{"line": s.line, "target": s.target} for s in (self.program.statements
                                                                               if self.program else [])],
                 "subquestions": [q.to_dict() for q in self.subquestions]}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from assembler.plan import Bind, Group, Literal, Node, Placeholder, Query, Union, Var, substitute, walk
 from kb_dumps.stage_errors import ErrorInfo, KBQAError, Stage, internal_error
 from kbqa.frontends.desq import GroundingLine, Rewrite, parse_desq
+from kbqa.frontends.frontend_result import FrontendResult
 from kbqa.frontends.qcompiler_parse import (
     AtomicQuery,
     DependentQuery,
@@ -80,17 +81,11 @@ class LeafRecord:
 
 
 @dataclass
-class QCompilerResult:
+class QCompilerResult(FrontendResult):
     """The Plan (None when any problem was found), every problem, the AST and the leaves."""
 
-    plan: Query | None
-    errors: list[ErrorInfo] = field(default_factory=list)
     ast: QNode | None = None
     leaves: list[LeafRecord] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.plan is not None and not self.errors
 
     @property
     def constraints(self) -> list[LeafRecord]:
@@ -102,8 +97,7 @@ class QCompilerResult:
         return sum(leaf.calls for leaf in self.leaves)
 
     def to_dict(self) -> dict:
-        return {"format": "qcompiler", "plan": self.plan.to_dict() if self.plan else None,
-                "errors": [e.to_dict() for e in self.errors], "ast": self.ast.to_dict() if self.ast else None,
+        return {**self._result_dict("qcompiler"), "ast": self.ast.to_dict() if self.ast else None,
                 "expression": render(self.ast) if self.ast else None, "leaves": [x.to_dict() for x in self.leaves],
                 "calls": self.calls}
 
