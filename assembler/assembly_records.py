@@ -7,6 +7,7 @@ from typing import TypedDict
 
 from assembler.answers import Answers
 from grounding.candidates import Candidate, Correction
+from kb_dumps.dict_records import DictRecord
 from kb_dumps.stage_errors import ErrorInfo
 
 # What `AssemblyResult.status` may be: answered, generated without executing, answered with nothing, failed.
@@ -68,7 +69,7 @@ class PlaceholderGrounding:
 
 
 @dataclass
-class Attempt:
+class Attempt(DictRecord):
     """One grounding combination tried: its score, the query written, and what running it gave."""
 
     mapping: dict[str, str]
@@ -78,13 +79,6 @@ class Attempt:
     rows: int = 0
     seconds: float = 0.0
     message: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Attempt:
-        return cls(**d)
 
 
 class PrefixCheck(TypedDict):
@@ -96,7 +90,7 @@ class PrefixCheck(TypedDict):
 
 
 @dataclass
-class Diagnosis:
+class Diagnosis(DictRecord):
     """Why a query came back empty: the first AC whose constraint empties the join (None when the pattern
     matches and the modifiers remove every row), a message, and each prefix that was checked."""
 
@@ -104,13 +98,6 @@ class Diagnosis:
     message: str
     checked: list[PrefixCheck] = field(default_factory=list)  # [{"ac": "AC2", "matches": True}, …]
     alone_matches: bool | None = None  # whether the culprit AC matches anything on its own
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Diagnosis:
-        return cls(**d)
 
 
 @dataclass

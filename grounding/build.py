@@ -9,7 +9,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ from grounding.vector_stores import (
     open_vectors,
     start_vectors,
 )
+from kb_dumps.dict_records import DictRecord
 from kb_dumps.ingest import store_lock
 from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.layout import StoreLayout
@@ -66,7 +67,7 @@ def read_meta(store_dir: str | Path) -> dict | None:
 
 
 @dataclass
-class IndexStats:
+class IndexStats(DictRecord):
     """What one `kbqa index` run did, as plain data."""
 
     store: str
@@ -81,13 +82,6 @@ class IndexStats:
     seconds: float
     rows_per_s: float
     peak_rss_mb: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> IndexStats:
-        return cls(**d)
 
 
 def _progress(total: int, show: bool | None, desc: str):  # noqa: ANN202 - a tqdm bar or a no-op

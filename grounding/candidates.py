@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+
+from kb_dumps.dict_records import DictRecord
 
 
 @dataclass
-class Candidate:
+class Candidate(DictRecord):
     """One KB id proposed for a placeholder.
 
     `score` is in [0, 1]; `signals` holds the value of each signal that scored it (lexical,
@@ -22,16 +24,9 @@ class Candidate:
     sources: list[str] = field(default_factory=list)
     matched: str = ""  # the label or alias that matched the query best
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Candidate:
-        return cls(**d)
-
 
 @dataclass
-class GroundingResult:
+class GroundingResult(DictRecord):
     """Candidates above the threshold, best first; when there are none, `reason` says why.
 
     `below_threshold` keeps the best rejected candidates so that a caller may widen its search
@@ -51,9 +46,6 @@ class GroundingResult:
     def grounded(self) -> bool:
         return bool(self.candidates)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict) -> GroundingResult:
         d = dict(d)
@@ -63,7 +55,7 @@ class GroundingResult:
 
 
 @dataclass
-class Correction:
+class Correction(DictRecord):
     """What `correct()` did with a guessed URI: `kept` it, `replaced` it, or found `none`."""
 
     action: str  # kept | replaced | none
@@ -71,9 +63,6 @@ class Correction:
     guessed: str | None
     reason: str
     candidate: Candidate | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Correction:

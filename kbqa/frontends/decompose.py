@@ -8,10 +8,11 @@ the gold URI. What cannot be decomposed comes back as `error` with the reason, n
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from assembler import plan as ir
 from eval.loaders_sparql import mask_opaque, prepare_gold_sparql
+from kb_dumps.dict_records import DictRecord
 from kb_dumps.label_memory import LabelMemory, LabelRow
 from kb_dumps.profiles import PROFILES, RDF, RDFS, KBProfile, get_profile
 from kbqa.frontends.decompose_lower import Lowerer, Unsupported, parse_gold
@@ -24,7 +25,7 @@ _NAME_MAX = 40
 
 
 @dataclass
-class GroundingEntry:
+class GroundingEntry(DictRecord):
     """One placeholder: its kind, label and description (from the label memory) and the gold URI."""
 
     name: str
@@ -33,13 +34,6 @@ class GroundingEntry:
     description: str
     uri: str
     in_label_memory: bool = False
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> GroundingEntry:
-        return cls(**d)
 
 
 @dataclass
