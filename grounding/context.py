@@ -90,7 +90,23 @@ def _rows(pairs: list[tuple[str, str]]) -> str:
     return " ".join(f"(<{e}> <{p}>)" for e, p in pairs)
 
 
-class TripleChecker:
+class StoreOnFirstUse:
+    """`store`: the one given, else the store of `store_dir`, opened when first read (a remote store directory
+    queries its endpoint); what the grounding parts that may never need the store share."""
+
+    store_dir: Path
+    _store: Store | None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from kb_dumps.store import open_store
+
+            self._store = open_store(self.store_dir)
+        return self._store
+
+
+class TripleChecker(StoreOnFirstUse):
     """Checks (entity, property, position) triples against a store (a LocalStore or anything with `.query`)."""
 
     def __init__(self, store_dir: str | Path, store: Store | None = None, timeout_s: float = 5.0):
@@ -98,14 +114,6 @@ class TripleChecker:
         self._store = store
         self._own = store is None
         self.timeout_s = timeout_s
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            from kb_dumps.store import open_store
-
-            self._store = open_store(self.store_dir)  # a remote store directory queries its endpoint
-        return self._store
 
     def close(self) -> None:
         if self._own and self._store is not None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from grounding.build import INDEX_FORMAT, build_index, index_dir, open_memory, read_meta
 from grounding.candidates import Candidate, Correction, GroundingResult
-from grounding.context import RawContext, check_context, confirmed_ids
+from grounding.context import RawContext, StoreOnFirstUse, check_context, confirmed_ids
 from grounding.embedder import Embedder, canonical_name, get_embedder, query_text
 from grounding.lexical_index import LexicalHit, LexicalIndex
 from grounding.text import best_similarity, normalize
@@ -67,7 +67,7 @@ def check_index_embedder(store_dir: Path, meta: dict, model: str | None, embedde
                         f"`kbqa index --store {store} --rebuild`", stage="ground")
 
 
-class Grounder:
+class Grounder(StoreOnFirstUse):
     """Grounding over one store's label memory and index (`<store>/index/`, built by `kbqa index`)."""
 
     def __init__(self, store_dir: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
@@ -115,14 +115,6 @@ class Grounder:
             check_index_embedder(self.store_dir, self.meta, None, emb)
             self._embedder = emb
         return self._embedder
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            from kb_dumps.store import open_store
-
-            self._store = open_store(self.store_dir)  # a remote store directory queries its endpoint
-        return self._store
 
     def close(self) -> None:
         if self._store is not None and hasattr(self._store, "close"):
