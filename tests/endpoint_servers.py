@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from kb_dumps.oxigraph_server import free_port
 
@@ -23,7 +23,25 @@ SELECT_ONE = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": [
     {"x": {"type": "uri", "value": "http://example.org/a"}}]}}).encode()
 
 
-class FaultyEndpoint:
+class LoopbackServer:
+    """A `http.server` on 127.0.0.1 (`port` 0: any free one) that answers in a daemon thread while the `with`
+    block runs; subclasses pass the request handler they build."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0):
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FaultyEndpoint(LoopbackServer):
     """behaviour(request_number, request) -> (status, headers, body, delay_s); `request` has method, path,
     query and headers."""
 
@@ -65,17 +83,7 @@ class FaultyEndpoint:
                 data = self.rfile.read(length).decode()
                 self._answer(urllib.parse.parse_qs(data).get("query", [""])[0])
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FaultyEndpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler, self.port)
 
 
 def ok(body: bytes = ASK_TRUE, delay: float = 0.0) -> tuple[int, dict[str, str], bytes, float]:

@@ -10,30 +10,22 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
+from endpoint_servers import LoopbackServer
 
 from kbqa.backends.openai import OpenAIBackend
 from kbqa.translators.base import TranslateError
 from kbqa.translators.model import ModelTranslator
 
-DESQ = """FORMAT desq/1
-ATOMIC CONSTRAINTS
-AC1: we need the place of birth of Sasha Vujačić
-AC2: Sasha Vujačić has a place of birth
-FRAGMENTS
-AC1 => SELECT ?var1
-AC2 => [sasha] [place_of_birth] ?var1 .
-GROUNDING
-[sasha] entity | Sasha Vujačić | basketball player
-[place_of_birth] property | place of birth | where a person was born
-"""
+# What the canned server answers: a DeSQ text, passed through as it is.
+DESQ = (Path(__file__).parent / "fixtures" / "desq_real" / "w_sq_1.desq").read_text(encoding="utf-8")
 
 
-class _Server:
+class _Server(LoopbackServer):
     """A canned chat-completions server: `fail_first` 503s, then answers (after `delay` seconds)."""
 
     def __init__(self, fail_first: int = 0, delay: float = 0.0, status: int = 200, usage: bool = True):
@@ -70,21 +62,11 @@ class _Server:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        super().__init__(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
 
 def _free_port() -> int:
