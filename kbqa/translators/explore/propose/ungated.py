@@ -16,7 +16,7 @@ and shows what ranked it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict, Unpack
 
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.propose.base import Probe, Shape
@@ -27,6 +27,18 @@ AGGREGATES = ("AVG", "MIN", "MAX", "SUM")
 MAX_NUMERIC = 2  # numeric attributes aggregated or ordered by
 MAX_GROUP_KEYS = 2  # attributes grouped by
 HAVING_OPS = (">", ">=", "<", "<=")
+
+
+class ShapeOptions(TypedDict, total=False):
+    """The form and modifiers of a `Shape` that a shape below sets (the rest keep their defaults)."""
+
+    form: str
+    aggs: list[tuple[str, Path | None]]
+    group: bool
+    order: tuple[Path | None, bool]
+    limit: int
+    distinct: bool
+    having: tuple[str, float, Path]
 
 
 def ungated_shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]
@@ -41,7 +53,7 @@ def ungated_shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: l
 def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
             f: dict[str, float], cond_spans: list[tuple[int, int]]) -> Iterator[Shape]:
     def shape(answer: list[Path], *, extra: tuple[Cond, ...] = (), sp: list[tuple[int, int]] | None = None,
-              **kw: Any) -> Shape:
+              **kw: Unpack[ShapeOptions]) -> Shape:
         return Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans, features=dict(f),
                       **kw)
 
