@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import hnswlib
@@ -20,6 +20,7 @@ import numpy as np
 
 from grounding.embedder import DEFAULT_MODEL, Embedder, get_embedder
 from grounding.text import normalize
+from kb_dumps.dict_records import DictRecord
 from kb_dumps.json_types import JsonObject
 from kb_dumps.layout import StoreLayout
 from kbqa.translators.base import TranslateError
@@ -31,7 +32,7 @@ _M, _EF_CONSTRUCTION, _EF_SEARCH = 16, 200, 128
 
 
 @dataclass
-class Slot:
+class Slot(DictRecord):
     """An entity or class placeholder of a case: its gold id, and where the question mentions it."""
 
     name: str
@@ -52,24 +53,18 @@ class Slot:
     def position(self) -> int:
         return self.span[0] if self.span else 1 << 30
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass
-class Check:
+class Check(DictRecord):
     """A triple the KB must have for a slot's entity: `slot` in `position` (subject|object) of `property`."""
 
     slot: str
     property: str
     position: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass
-class Case:
+class Case(DictRecord):
     """One solved question: its text, the targets per front-end, its slots, and its structure signature."""
 
     id: str
@@ -86,9 +81,6 @@ class Case:
     @property
     def desq(self) -> str:
         return self.targets["desq"]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Case:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grounding.lexical_index import LexicalIndex
 from grounding.text import normalize
+from kb_dumps.dict_records import DictRecord
 from kb_dumps.label_memory import LabelMemory
 from kb_dumps.layout import StoreLayout
 from kbqa.translators.language import ENGLISH
@@ -35,16 +36,13 @@ _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
-class EntityCandidate:
+class EntityCandidate(DictRecord):
     id: str
     label: str
     description: str
     kind: str
     popularity: int
     match: float  # 1.0 exact label, 0.97 exact alias, below for fuzzy
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
