@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from eval.loaders_sparql import prepare_gold_sparql
@@ -23,6 +24,16 @@ def fail(path: Path, message: str, rec_id: str | int | None = None, line: int | 
     where = f"record {rec_id}: " if rec_id is not None else ""
     return KBQAError(f"{where}{message}", stage="parse", file=str(path), line=line,
                      qid=None if rec_id is None else str(rec_id))
+
+
+def checked_records(path: Path, data: JsonValue, fmt: str, id_key: str, needed: str) -> Iterator[JsonObject]:
+    """The records of a JSON list in turn, each an object with `id_key` and `needed`; the first that is not one
+    stops the load with the error naming it (its id, else its position)."""
+    for i, q in enumerate(data):
+        if not isinstance(q, dict) or id_key not in q or needed not in q:
+            raise fail(path, f"{fmt} records need '{id_key}' and '{needed}'",
+                       q.get(id_key, f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
+        yield q
 
 
 def text_or_none(value: JsonValue) -> str | None:
@@ -143,10 +154,7 @@ def _qald_dataset_id(path: Path, dataset: JsonValue) -> str | None:
 # ---- LC-QuAD 2.0 ---------------------------------------------------------------------------------
 def load_lcquad2(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
-    for i, q in enumerate(data):
-        if not isinstance(q, dict) or "uid" not in q or "sparql_wikidata" not in q:
-            raise fail(path, "LC-QuAD 2.0 records need 'uid' and 'sparql_wikidata'", q.get("uid", f"#{i + 1}")
-                       if isinstance(q, dict) else f"#{i + 1}")
+    for q in checked_records(path, data, "LC-QuAD 2.0", "uid", "sparql_wikidata"):
         text = text_or_none(q.get("question")) or text_or_none(q.get("paraphrased_question"))
         meta = {"intermediate_sparql": q.get("intermediate_sparql"),
                 "paraphrased_question": text_or_none(q.get("paraphrased_question"))}
@@ -168,10 +176,7 @@ _ALIGN_ENTITY = re.compile(r"\s*(.+?) with QID (Q\d+);")
 
 def load_wwq(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
-    for i, q in enumerate(data):
-        if not isinstance(q, dict) or "id" not in q or "sparql" not in q:
-            raise fail(path, "WikiWebQuestions records need 'id' and 'sparql'",
-                       q.get("id", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
+    for q in checked_records(path, data, "WikiWebQuestions", "id", "sparql"):
         meta: JsonObject = {}
         # The question's field differs by copy: `utterance` (the WikiWebQuestions release), `question` (SPINACH's
         # copy, {id, question, sparql}), or inside `input` (the WikiSP alignment file).
@@ -199,10 +204,7 @@ def load_wwq(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> l
 # ---- RuBQ 1.0 / 2.0 --------------------------------------------------------------------------------
 def load_rubq(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     out = []
-    for i, q in enumerate(data):
-        if not isinstance(q, dict) or "uid" not in q or "question_text" not in q:
-            raise fail(path, "RuBQ records need 'uid' and 'question_text'",
-                       q.get("uid", f"#{i + 1}") if isinstance(q, dict) else f"#{i + 1}")
+    for q in checked_records(path, data, "RuBQ", "uid", "question_text"):
         answers = q.get("answers")
         if answers is not None and (not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers)):
             raise fail(path, "'answers' must be a list of terms", q["uid"])
