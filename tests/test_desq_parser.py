@@ -51,6 +51,15 @@ def test_json_form_gives_the_same_plan() -> None:
     assert r.plan == text_plan
 
 
+def test_json_form_names_each_missing_list() -> None:
+    r = parse_desq('{"format": "desq/1", "grounding": "none"}')
+    assert [e.message for e in r.errors] == ["missing 'constraints' (a list of {id, text, fragment})",
+                                             "missing 'grounding' (a list of {name, kind, label, description, uri})"]
+    only_grounding_missing = json.dumps({"constraints": [{"id": "AC1", "text": "t", "fragment": "ASK"}]})
+    assert "missing 'grounding' (a list of {name, kind, label, description, uri})" in messages(
+        parse_desq(only_grounding_missing))
+
+
 def test_model_habits_are_tolerated() -> None:
     sloppy = """Sure! Here is the decomposition.
 ```desq

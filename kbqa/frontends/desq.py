@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from assembler.plan import KINDS, Group, Node, Placeholder, Query, walk
+from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.stage_errors import ErrorInfo, internal_error
 from kbqa.frontends.desq_check import validate
 from kbqa.frontends.desq_expr import expand_uri
@@ -248,6 +249,15 @@ def _grounding(name: str, kind: str, label: str, description: str, uri: str | No
 # ---- JSON form ------------------------------------------------------------------------------
 
 
+def _json_list(data: JsonObject, key: str, items: str, errs: _Collector) -> list[JsonValue]:
+    """`data[key]` when it is a list; else none, and the error that says the list of `items` is missing."""
+    raw = data.get(key)
+    if isinstance(raw, list):
+        return raw
+    errs.add("parse", f"missing '{key}' (a list of {items})")
+    return []
+
+
 def _read_json(text: str, errs: _Collector) -> tuple[list[Constraint], list[GroundingLine], str]:
     body = "\n".join(ln for ln in text.splitlines() if not _FENCE_RE.match(ln))
     try:
@@ -264,11 +274,7 @@ def _read_json(text: str, errs: _Collector) -> tuple[list[Constraint], list[Grou
         errs.add("parse", f"unknown format {str(fmt)[:40]!r}: this reader understands only {FORMAT}")
         return [], [], str(fmt)
     constraints: list[Constraint] = []
-    raw_cs = data.get("constraints")
-    if not isinstance(raw_cs, list):
-        errs.add("parse", "missing 'constraints' (a list of {id, text, fragment})")
-        raw_cs = []
-    for i, item in enumerate(raw_cs):
+    for i, item in enumerate(_json_list(data, "constraints", "{id, text, fragment}", errs)):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             errs.add("parse", f"constraints[{i}] must be an object with a string 'id'")
             continue
@@ -282,11 +288,7 @@ def _read_json(text: str, errs: _Collector) -> tuple[list[Constraint], list[Grou
             continue
         constraints.append(Constraint(cid, text_.strip(), frag.strip()))
     grounding: list[GroundingLine] = []
-    raw_gs = data.get("grounding")
-    if not isinstance(raw_gs, list):
-        errs.add("parse", "missing 'grounding' (a list of {name, kind, label, description, uri})")
-        raw_gs = []
-    for i, item in enumerate(raw_gs):
+    for i, item in enumerate(_json_list(data, "grounding", "{name, kind, label, description, uri}", errs)):
         if not isinstance(item, dict):
             errs.add("parse", f"grounding[{i}] must be an object")
             continue
