@@ -268,6 +268,20 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
     for i in preds.values():
         i.domains = dict(sorted(i.domains.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
         i.ranges = dict(sorted(i.ranges.items(), key=lambda kv: -kv[1])[:MAX_CLASSES_PER_PREDICATE])
+    values, kept = _read_values(store, preds, skip, with_literals, stats)
+    _label(classes, preds, profile, memory)
+    groups = build_groups(store, preds, memory)
+    meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
+            "values": kept, "seconds": round(time.perf_counter() - t0, 3), "queries": stats.queries,
+            "per_predicate": stats.per_predicate, "skipped": stats.skipped, "timeouts": stats.timeouts}
+    log.info("schema memory: %s", meta)
+    return SchemaMemory(classes, preds, values, meta, groups)
+
+
+def _read_values(store: Store, preds: dict[str, PredicateInfo], skip: set[str], with_literals: list[str],
+                 stats: FetchStats) -> tuple[dict[str, list[ValueRow]], int]:
+    """The value memory (normalised literal -> its rows) and how many rows it keeps: one query over the whole KG
+    when it is small enough, else one per predicate with literals."""
     values: dict[str, list[ValueRow]] = defaultdict(list)
     whole_values, one_values = value_queries(MAX_VALUE_CHARS)
     # distinct (predicate, literal) pairs are at most the literal triples: few enough, one query over the KG
@@ -287,13 +301,7 @@ def build_schema(store: Store, profile: KBProfile, memory: LabelMemory | None = 
             continue
         values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype") if o else None])
         kept += 1
-    _label(classes, preds, profile, memory)
-    groups = build_groups(store, preds, memory)
-    meta = {"profile": profile.name, "type_predicate": tp, "classes": len(classes), "predicates": len(preds),
-            "values": kept, "seconds": round(time.perf_counter() - t0, 3), "queries": stats.queries,
-            "per_predicate": stats.per_predicate, "skipped": stats.skipped, "timeouts": stats.timeouts}
-    log.info("schema memory: %s", meta)
-    return SchemaMemory(classes, preds, dict(values), meta, groups)
+    return dict(values), kept
 
 
 def build_groups(store: Store, preds: dict[str, PredicateInfo], memory: LabelMemory | None = None
