@@ -172,36 +172,7 @@ def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tupl
                             yield Shape([g[0]], aggs=aggs, group=True, conds=cc, spans=sp + [g[1].span],
                                          features={**f0, "cue_ok": 2.0})
             if cues.superlative and not cues.count:
-                desc = cues.superlative == "desc"
-                pos = a.question.lower().find(cues.superlative_word)
-                numeric = [x for x in _near(free, pos, after=True) if is_numeric(s, x[0])][:2]
-                numeric += _implied(s, a, focus, cues.superlative_word, pos)
-                # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
-                value_asked = bool(cues.aggregates) and cues.wh in a.lang.value_wh_words and not cues.top_k
-                for key in numeric:
-                    shown = [p for p in free_paths if p != key[0]] or [()]
-                    right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20
-                    yield Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
-                                 conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
-                                 features={**f0, "cue_ok": 0.5 if value_asked else 1.5 if right_after else 1.0})
-                for path, _lk, cls_span in related:  # "the keeper who looks after the most animals"
-                    yield from _group_count(Shape, free, path, cc, used_spans + [cls_span], f0, cues)
-                often = [sp for sp in cue_spans(a.question, a.lang)
-                         if not a.question[sp[1]:].lstrip().startswith(a.lang.than_word)]
-                # "the most common", "the rarest": the class named nearest the cue is what is counted per value
-                if often or a.lang.most_word in q:  # "the most common species": group by the attribute
-                    sure = bool(often) or a.lang.number_of_cue in q
-                    for x in free[:2]:
-                        yield Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
-                                     conds=cc, spans=used_spans + [x[1].span],
-                                     features={**f0, "cue_ok": 1.0 if sure else 0.4})
-                    for path, _lk, cls_span in (related if often else []):  # "the most common enclosure":
-                        # the related item (a class the question names) that most focus items reach
-                        near = min(a.classes, key=lambda c: min(abs(c.span[0] - often[0][1]),
-                                                                abs(often[0][0] - c.span[1])))
-                        yield Shape([path], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
-                                     conds=cc, spans=used_spans + [cls_span],
-                                     features={**f0, "cue_ok": 2.5 if near.span == cls_span else 1.5})
+                yield from _superlative_shapes(s, a, focus, free, related, cc, used_spans, f0)
             if cues.order and free:
                 by = q.find(a.lang.group_by_word)
                 keys = _near(free, by if by >= 0 else len(q), after=True)[:2]
@@ -219,6 +190,45 @@ def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tupl
             miss = sum(bool(x) for x in (cues.count, cues.aggregates, cues.superlative, cues.ask, cues.order))
             yield Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
                          features={**f0, "cue_miss": float(miss)})
+
+
+def _superlative_shapes(s: Probe, a: Anchors, focus: str, free: list[Attr],
+                        related: list[tuple[Path, Link, tuple[int, int]]], cc: list[Cond],
+                        used_spans: list[tuple[int, int]], f0: dict[str, float]) -> Iterator[Shape]:
+    """The readings of a superlative ("the heaviest animal", "the keeper who looks after the most animals", "the
+    most common species"): ordered by a numeric attribute, a count per focus item, or a count per value."""
+    cues, q = a.cues, " " + a.question.lower() + " "
+    free_paths = [p for p, _ in free]
+    desc = cues.superlative == "desc"
+    pos = a.question.lower().find(cues.superlative_word)
+    numeric = [x for x in _near(free, pos, after=True) if is_numeric(s, x[0])][:2]
+    numeric += _implied(s, a, focus, cues.superlative_word, pos)
+    # "what is the maximum X" asks for the value (the aggregate), "which … has the maximum X" for items
+    value_asked = bool(cues.aggregates) and cues.wh in a.lang.value_wh_words and not cues.top_k
+    for key in numeric:
+        shown = [p for p in free_paths if p != key[0]] or [()]
+        right_after = 0 <= key[1].span[0] - pos <= len(cues.superlative_word) + 20
+        yield Shape([()] + [p for p in shown if p], order=(key[0], desc), limit=cues.top_k or 1,
+                     conds=cc, spans=used_spans + [key[1].span] + [x[1].span for x in free if x is not key],
+                     features={**f0, "cue_ok": 0.5 if value_asked else 1.5 if right_after else 1.0})
+    for path, _lk, cls_span in related:  # "the keeper who looks after the most animals"
+        yield from _group_count(Shape, free, path, cc, used_spans + [cls_span], f0, cues)
+    often = [sp for sp in cue_spans(a.question, a.lang)
+             if not a.question[sp[1]:].lstrip().startswith(a.lang.than_word)]
+    # "the most common", "the rarest": the class named nearest the cue is what is counted per value
+    if often or a.lang.most_word in q:  # "the most common species": group by the attribute
+        sure = bool(often) or a.lang.number_of_cue in q
+        for x in free[:2]:
+            yield Shape([x[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                         conds=cc, spans=used_spans + [x[1].span],
+                         features={**f0, "cue_ok": 1.0 if sure else 0.4})
+        for path, _lk, cls_span in (related if often else []):  # "the most common enclosure":
+            # the related item (a class the question names) that most focus items reach
+            near = min(a.classes, key=lambda c: min(abs(c.span[0] - often[0][1]),
+                                                    abs(often[0][0] - c.span[1])))
+            yield Shape([path], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1,
+                         conds=cc, spans=used_spans + [cls_span],
+                         features={**f0, "cue_ok": 2.5 if near.span == cls_span else 1.5})
 
 
 def _group_count(shape_cls: type, free: list[Attr], path: Path, conds: list[Cond], spans: list[tuple[int, int]],
