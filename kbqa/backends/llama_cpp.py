@@ -36,14 +36,6 @@ DEFAULT_N_CTX = 4096
 DEFAULT_REPO_PATTERN = "*q4_k_m.gguf"
 
 
-def llama_cpp_available() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _import_llama() -> ModuleType:
     try:
         import llama_cpp
