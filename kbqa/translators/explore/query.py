@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from assembler.plan import Query
     from grounding.schema import SchemaMemory
     from kb_dumps.store_types import QueryResult
-    from kbqa.translators.explore.lower.text import Lowered
+    from kbqa.frontends.desq import GroundingLine
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,17 @@ class Cond:
     other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
     versus_average: str | None = None  # compare with the average over this class of the same path
     span: tuple[int, int] | None = None  # where in the question it is said
+
+
+@dataclass
+class Lowered:
+    """A graph as a Plan (made by lower/text.py): the query (each WHERE item and the head tagged with its atomic constraint), the
+    constraints' sentences, the grounding lines and the URIs the search confirmed for each placeholder."""
+
+    plan: Query
+    sentences: list[str]  # AC1 (the query form) first
+    grounding: list[GroundingLine]
+    mapping: dict[str, str]
 
 
 @dataclass

@@ -7,9 +7,6 @@ reading the ranker and the chooser compare with the question."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from assembler.plan import Query
 from assembler.writer import write_sparql
 from grounding.schema import SchemaMemory
 from kb_dumps.profiles import KBProfile
@@ -24,20 +21,9 @@ from kbqa.translators.explore.lower.patterns import (
     say_combined,
     say_form,
 )
-from kbqa.translators.explore.query import Graph
+from kbqa.translators.explore.query import Graph, Lowered
 
 _IRIS = KBProfile()  # the check writes full IRIs (and the standard prefixes); the URIs are the search's own
-
-
-@dataclass
-class Lowered:
-    """A graph as a Plan: the query (each WHERE item and the head tagged with its atomic constraint), the
-    constraints' sentences, the grounding lines and the URIs the search confirmed for each placeholder."""
-
-    plan: Query
-    sentences: list[str]  # AC1 (the query form) first
-    grounding: list[GroundingLine]
-    mapping: dict[str, str]
 
 
 def lower(g: Graph, schema: SchemaMemory) -> Lowered:
