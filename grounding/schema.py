@@ -23,7 +23,9 @@ import os
 import re
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TypedDict
 
@@ -142,6 +144,16 @@ class ValueHit:
     datatype: str | None
 
 
+def _predicates_by_class(predicates: dict[str, PredicateInfo],
+                         classes: Callable[[PredicateInfo], dict[str, int]]) -> dict[str, list[str]]:
+    """class -> the predicates (in the schema's order) that have it among `classes(info)`: their domains or ranges."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for p, info in predicates.items():
+        for c in classes(info):
+            out[c].append(p)
+    return out
+
+
 class SchemaMemory:
     """Classes, predicates and quotable values of one store (see the module docstring)."""
 
@@ -154,8 +166,6 @@ class SchemaMemory:
         self.values = values
         self.meta = meta
         self.type_predicate: str = meta.get("type_predicate", "")
-        self._by_domain: dict[str, list[str]] | None = None
-        self._by_range: dict[str, list[str]] | None = None
 
     # ---- lookups -----------------------------------------------------------------------------
     def value_hits(self, norm: str) -> list[ValueHit]:
@@ -163,21 +173,19 @@ class SchemaMemory:
 
     def predicates_of(self, cls: str) -> list[str]:
         """Predicates whose subjects include instances of `cls`."""
-        if self._by_domain is None:
-            self._by_domain = defaultdict(list)
-            for p, info in self.predicates.items():
-                for c in info.domains:
-                    self._by_domain[c].append(p)
         return self._by_domain.get(cls, [])
 
     def predicates_into(self, cls: str) -> list[str]:
         """Predicates whose objects include instances of `cls`."""
-        if self._by_range is None:
-            self._by_range = defaultdict(list)
-            for p, info in self.predicates.items():
-                for c in info.ranges:
-                    self._by_range[c].append(p)
         return self._by_range.get(cls, [])
+
+    @cached_property
+    def _by_domain(self) -> dict[str, list[str]]:
+        return _predicates_by_class(self.predicates, lambda info: info.domains)
+
+    @cached_property
+    def _by_range(self) -> dict[str, list[str]]:
+        return _predicates_by_class(self.predicates, lambda info: info.ranges)
 
     def class_label(self, cls: str) -> str:
         return self.classes.get(cls, {}).get("label") or readable_name(cls)
