@@ -8,9 +8,13 @@ What is fitted (all on train data; dev sets are never read):
 1. the skeleton chooser (kbqa/training/structure_skeleton_fit.py);
 2. the bank: every train question with its entity names masked (gold entities' labels from the store's label
    memory), its skeleton and slot values: the nearest-question votes of the property scorer read it;
-3. the property scorer: logistic regression over (question, property, skeleton slot) candidates of PROPERTY_SAMPLE
-   train questions, their features computed with the question itself left out of the bank (its neighbours exclude
-   it, its own count is taken out of the slot prior), labelled by the gold property.
+3. the property scorer: gradient-boosted trees (LightGBM, written as JSON: structure/trees.py) over (question,
+   property, skeleton slot) candidates of PROPERTY_SAMPLE train questions, their features computed with the question
+   itself left out of the bank (its neighbours exclude it, its own count is taken out of the slot prior and of the
+   word-property associations), labelled by the gold property;
+4. the skeleton re-ranker (`fit_reranker`): logistic regression over the chooser's top skeletons of held-out train
+   questions, each filled by models fitted on the other two thirds (`--reranker-only` fits it alone; `--part-cache`
+   keeps that chooser, the slow part, for the next run on the same questions).
 """
 
 from __future__ import annotations
@@ -348,6 +352,9 @@ def main() -> int:
         reuse = old["skeleton"]
     reranker = json.loads(args.reranker.read_text(encoding="utf-8")) if args.reranker else None
     model = fit_all(exclude, args.store, args.c, skeleton_model=reuse, reranker=reranker)
+    model["command"] = " ".join(["python -m kbqa.training.structure_fit", *sys.argv[1:]])
+    if args.reuse_skeleton:
+        model["skeleton_from"] = str(args.reuse_skeleton)
     write(model, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", file=sys.stderr)
     return 0

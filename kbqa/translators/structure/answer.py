@@ -81,7 +81,7 @@ class StructureModel:
         if data.get("format") != "structure-model/1":
             raise ValueError(f"not a structure-model/1 file: {data.get('format')!r}")
         self.embedder = embedder or get_embedder(data["skeleton"].get("embedder"))
-        self.meta = {k: data.get(k) for k in ("sets", "excluded_sets", "n_examples", "c")}
+        self.meta = {k: data.get(k) for k in ("sets", "excluded_sets", "n_examples", "c", "command")}
         self.chooser = SkeletonModel(data["skeleton"], self.embedder)
         self.bank = Bank(data["bank"], self.embedder)
         self.names = PropertyNames(properties, self.embedder)

@@ -62,7 +62,15 @@ class Trees:
                 or (self.left < 0).any() or (self.left >= shape[1]).any() \
                 or (self.right < 0).any() or (self.right >= shape[1]).any():
             raise ValueError("a tree names a feature or node that is not there")
-        self._trees = np.arange(shape[0])[None, :]
+        # flat copies (node i of tree t at t * width + i; children as flat indices): one 1-D gather per step
+        width = shape[1]
+        offset = (np.arange(shape[0]) * width)[:, None]
+        self._feature = self.feature.ravel()
+        self._threshold = self.threshold.ravel()
+        self._left = (self.left + offset).ravel()
+        self._right = (self.right + offset).ravel()
+        self._value = self.value.ravel()
+        self._roots = offset.ravel()
 
     def score(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
         """Raw scores (the sum of the trees' leaves plus the base) of feature dicts; a missing feature is 0."""
@@ -72,14 +80,17 @@ class Trees:
     def score_matrix(self, x: np.ndarray) -> np.ndarray:
         if not len(x):
             return np.zeros(0)
-        t = self._trees
-        node = np.zeros((len(x), self.feature.shape[0]), dtype=np.int64)
-        rows = np.arange(len(x))[:, None]
+        n_features = x.shape[1]
+        flat_x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+        row_base = (np.arange(len(x)) * n_features)[:, None]
+        node = np.broadcast_to(self._roots, (len(x), len(self._roots))).copy()
         for _ in range(self.depth):
-            f = self.feature[t, node]
-            go_left = x[rows, f] <= self.threshold[t, node]
-            node = np.where(go_left, self.left[t, node], self.right[t, node])
-        return self.value[t, node].sum(axis=1) + self.base
+            go_left = flat_x[row_base + self._feature[node]] <= self._threshold[node]
+            nxt = np.where(go_left, self._left[node], self._right[node])
+            if np.array_equal(nxt, node):  # every row is at a leaf
+                break
+            node = nxt
+        return self._value[node].sum(axis=1) + self.base
 
 
 NEVER = 1e308  # a leaf's threshold: every finite value goes "left", back to the leaf itself
