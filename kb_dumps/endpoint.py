@@ -131,6 +131,10 @@ class EndpointStore:
         form = shape(query).form
         if form is None:
             raise QueryError("the query does not parse: no SELECT, ASK, CONSTRUCT or DESCRIBE form found")
+        sorted_cap = self.dialect.max_sorted_rows
+        if sorted_cap and cap >= sorted_cap and "ORDER" in query.upper():
+            # Virtuoso refuses a sorted LIMIT above MaxSortedTopRows ("SR353"): the outer LIMIT cap+1 must fit
+            cap = sorted_cap - 1
         sent, capped = with_row_cap(query, cap)
         t0 = time.monotonic()
         deadline = t0 + timeout

@@ -92,11 +92,19 @@ def test_a_query_stopped_by_the_engine_is_a_timeout_never_an_answer(server: Virt
     assert "S1TAT" in str(info.value) if dialect is None else "SR171" in str(info.value)
 
 
+def test_a_sorted_query_fits_the_sorted_row_limit(server: VirtuosoServer) -> None:
+    # the outer LIMIT row_cap+1 (10,001 by default) would pass MaxSortedTopRows: lowered to fit, answered whole
+    with EndpointStore(server.url) as store:
+        store.query("ASK {}")  # the dialect comes from the first answer (a store directory records it at ingest)
+        res = store.query("SELECT ?s ?age WHERE { ?s <http://valuenet/ontop/singer#age> ?age } ORDER BY DESC(?age)")
+    assert [r[1]["value"] for r in res.rows][:1] == ["52"] and len(res.rows) == 6 and not res.truncated
+
+
 def test_a_refused_query_is_not_retried(server: VirtuosoServer) -> None:
     with EndpointStore(server.url) as store:
         store.query("ASK {}")
-        # more sorted rows than MaxSortedTopRows (10,000): Virtuoso refuses it with HTTP 500 "SR353"
+        # more sorted rows than MaxSortedTopRows (10,000, offset included): Virtuoso refuses it with HTTP 500 "SR353"
         with pytest.raises(QueryError) as info:
-            store.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s LIMIT 20000")
+            store.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s OFFSET 9995 LIMIT 10")
         assert store.stats.retries == 0
     assert "SR353" in str(info.value) and not info.value.timed_out
