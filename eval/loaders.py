@@ -42,6 +42,9 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     **{f"spider4sparql-{db}": (f"spider4sparql/{db}.json.gz", "qald",
                                f"Spider4SPARQL dev, {db} (its KG: spider4sparql/kgs/{db}.ttl.gz)")
        for db in SPIDER4SPARQL_DBS},
+    # Spider4SPARQL train: 146 other databases, no dev KG among them (the generic profile's default case bank)
+    "spider4sparql-train": ("spider4sparql/train.json.gz", "spider4sparql",
+                            "Spider4SPARQL train, 146 databases other than the six dev KGs (no KG bundled)"),
 }
 
 
@@ -82,6 +85,8 @@ def _json_format(data: JsonValue) -> str | None:
         return "grailqa"
     if "utterance" in keys or {"input", "output", "sparql"} <= keys:
         return "wwq"
+    if {"kg_name", "question", "query"} <= keys:
+        return "spider4sparql"
     if "question" in keys and ("sparql" in keys or "query" in keys):
         return "qald"
     return None

@@ -130,8 +130,9 @@ def test_cli_cases_build_search_and_ask(run_cli, bestiary_copy, tmp_path):
     held_out = records[0].question
     excl = tmp_path / "exclude.txt"
     excl.write_text(held_out + "\n", encoding="utf-8")
-    code, out, err = run_cli("cases", "build", "--store", bestiary_copy, "--exclude-questions", excl,
-                             "--no-progress", "--format", "json")
+    # BESTIARY named explicitly: the generic profile's default bank is Spider4SPARQL train (test_casebank_generic.py)
+    code, out, err = run_cli("cases", "build", "--store", bestiary_copy, "--sets", "bestiary", "--exclude-questions",
+                             excl, "--no-progress", "--format", "json")
     assert code == 0, err
     stats = json.loads(out)
     assert stats["sets"] == ["bestiary"] and stats["excluded"] == 1 and stats["cases"] > 50

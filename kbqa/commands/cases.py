@@ -38,7 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     b = sub.add_parser("build", help="build <store>/current/cases from training questions with gold SPARQL")
     add_store_flag(b)
     b.add_argument("--sets", default=None,
-                   help="comma-separated benchmark names (default: the store KB's training sets; `kbqa eval --list`)")
+                   help="comma-separated benchmark names (default: the store KB's training sets: Wikidata's, or "
+                        "spider4sparql-train for any other KG; `kbqa eval --list`)")
     b.add_argument("--exclude-set", action="append", default=[], metavar="NAME",
                    help="leave a set out (repeatable): the set being evaluated")
     b.add_argument("--exclude-ids", type=Path, default=None, metavar="FILE",

@@ -37,13 +37,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Sets used by default, per KB profile: every development set with questions and gold queries (LC-QuAD 2.0 has
-# only its dev set here). A set being scored never answers itself: `kbqa eval` excludes its questions (by id and
-# text) at retrieval, and benchmarks build banks with --exclude-set or 5-fold exclusions.
+# Sets used by default, per KB profile. Wikidata: every set with questions and gold queries (LC-QuAD 2.0 has only
+# its dev set here). Generic (any other KG): the Spider4SPARQL train questions, over 146 databases that are neither
+# a dev KG nor BESTIARY; their classes and predicates become placeholders labelled from the IRIs' local names, which
+# ground on the store's own label memory. A dev set (BESTIARY, the six Spider dev KGs) is never a generic default;
+# `--sets bestiary` still builds from it. A set being scored never answers itself: `kbqa eval` excludes its
+# questions (by id and text) at retrieval, and benchmarks build banks with --exclude-set or 5-fold exclusions.
 DEFAULT_SETS = {
     "wikidata": ("simplequestions-train", "wwq-train", "qald7-train", "qald9plus-train", "rubq2-dev", "lcquad2-dev",
                  "wwq-dev"),
-    "generic": ("bestiary",),
+    "generic": ("spider4sparql-train",),
 }
 # A gold entity counts as named by the question when one of its names matches a span this well.
 SPAN_MATCH = 0.85
