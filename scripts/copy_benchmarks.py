@@ -70,7 +70,7 @@ published with the data; license texts that came with a set are copied beside it
 | `bestiary/beastiary_with_qald_format.json.gz` | 100 BESTIARY questions, QALD JSON with gold SPARQL and answers (90 run on the KG) | danrd/sparqlgen @ 1efd5be | not stated upstream (`bestiary/README.upstream.md`) |
 | `freebase/grailqa_sample_1000.json.gz` | 1,000 GrailQA questions with Freebase SPARQL, s-expression and answers | IDEA-FinAI/ToG @ 7ccbb92 | not stated upstream (GrailQA schema files: BSD-3-Clause, `freebase/LICENSE.grailqa-schema`) |
 | `spider4sparql/<db>.json.gz`, `spider4sparql/kgs/<db>.ttl.gz` | Spider4SPARQL dev: 6 complete small KGs built from relational databases (battle_death, car_1, concert_singer, employee_hire_evaluation, pets_1, poker_player) and their 267 questions with gold SPARQL and answers (QALD JSON) | ckosten/Spider4SPARQL @ 6d6ed8e (dev), f100923 (KGs) | Apache-2.0; questions from Spider, CC BY-SA 4.0 (`spider4sparql/LICENSE`) |
-| `spider4sparql/train.json.gz` | Spider4SPARQL train: 8,659 question / SPARQL pairs over 146 databases other than the six above (no KG); `kbqa/training/structure_prior.py` learns `explore`'s structure prior from it | ckosten/Spider4SPARQL @ 050749f | as above |
+| `spider4sparql/train.json.gz` | Spider4SPARQL train: 8,659 question / SPARQL pairs over 146 databases other than the six above (no KG); `kbqa/training/structure_prior.py` learns `explore`'s structure prior from it; registry name `spider4sparql-train` (loader `spider4sparql`): the generic profile's default case bank (`kbqa cases build`) | ckosten/Spider4SPARQL @ 050749f | as above |
 
 Regenerate with `python scripts/copy_benchmarks.py --shared ../shared/data`.
 """
