@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.explore import SPIDER_KGS, explore, gold_answers, summary
+from bench.explore import SPIDER_KGS, ask_each, explore, gold_answers, predicted, summary
 from eval.answer_metrics import score_question
 from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark
 from kb_dumps.endpoint_ingest import ingest_endpoint
@@ -111,22 +111,13 @@ def run_scored(name: str, records: list, store_dir: Path, translator: Any) -> li
     """bench/explore.py's run_set, each answer scored twice: against the file's gold answers (`f1`) and against the
     gold query run on the same store (`f1_same_kg`): on the merged KG a class shared by several Spider databases
     (`…/ontop/student`) holds all their rows, so the file's per-database answer is no longer the KG's answer."""
-    from kbqa.pipeline import Engine
-
     rows = []
-    with Engine(store=store_dir) as engine:
-        engine.translator = translator
-        if records:
-            engine.ask(records[0].question)  # warm-up: worker start, embedder load; not per question
-        for rec in records:
-            t0 = time.perf_counter()
-            res = engine.ask(rec.question, qid=rec.id)
-            seconds = time.perf_counter() - t0
-            pred = res.answers.to_result_dict() if res.answers is not None else None
-            f1 = score_question(gold_answers(rec, engine.store, "generic", False), pred, kb="generic").qald.f1
-            same = score_question(gold_answers(rec, engine.store, "generic", True), pred, kb="generic").qald.f1
-            rows.append({"set": name, "id": rec.id, "f1": f1, "f1_same_kg": same, "seconds": seconds,
-                         "stage": None if res.ok else str(res.failed_stage)})
+    for rec, res, seconds, store in ask_each(records, store_dir, translator):
+        pred = predicted(res)
+        f1 = score_question(gold_answers(rec, store, "generic", False), pred, kb="generic").qald.f1
+        same = score_question(gold_answers(rec, store, "generic", True), pred, kb="generic").qald.f1
+        rows.append({"set": name, "id": rec.id, "f1": f1, "f1_same_kg": same, "seconds": seconds,
+                     "stage": None if res.ok else str(res.failed_stage)})
     return rows
 
 

@@ -29,14 +29,20 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.outputs import write_run_folder
 from eval.answer_metrics import score_question
 from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
+from kb_dumps.json_types import JsonObject
 from kb_dumps.layout import StoreLayout
+
+if TYPE_CHECKING:
+    from kb_dumps.store_types import Store
+    from kbqa.result import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIDER_KGS = ROOT / "eval" / "benchmarks" / "spider4sparql" / "kgs"
@@ -91,23 +97,33 @@ def gold_answers(rec: Any, store: Any, kb: str, run_gold: bool) -> Any:
     return rec.gold_result()
 
 
-def run_set(name: str, records: list, store_dir: Path, translator: Any, *, run_gold: bool, kb: str) -> list[dict]:
+def ask_each(records: list, store_dir: Path, translator: Any) -> Iterator[tuple[Any, Result, float, Store]]:
+    """Each record asked through one Engine on `store_dir` with `translator`: (record, result, seconds, store).
+    One warm-up question first (worker start, embedder load), not counted per question."""
     from kbqa.pipeline import Engine
 
-    rows = []
     with Engine(store=store_dir) as engine:
         engine.translator = translator
         if records:
-            engine.ask(records[0].question)  # warm-up: worker start, embedder load; not per question
+            engine.ask(records[0].question)
         for rec in records:
             t0 = time.perf_counter()
             res = engine.ask(rec.question, qid=rec.id)
-            seconds = time.perf_counter() - t0
-            pred = res.answers.to_result_dict() if res.answers is not None else None
-            ans = score_question(gold_answers(rec, engine.store, kb, run_gold), pred, kb=kb)
-            rows.append({"set": name, "id": rec.id, "question": rec.question, "f1": ans.qald.f1,
-                         "stage": None if res.ok else str(res.failed_stage), "seconds": seconds,
-                         "structure": structure(rec.sparql or "")})
+            yield rec, res, time.perf_counter() - t0, engine.store
+
+
+def predicted(res: Result) -> JsonObject | None:
+    """The answers of one result as the result dict the answer metrics read."""
+    return res.answers.to_result_dict() if res.answers is not None else None
+
+
+def run_set(name: str, records: list, store_dir: Path, translator: Any, *, run_gold: bool, kb: str) -> list[dict]:
+    rows = []
+    for rec, res, seconds, store in ask_each(records, store_dir, translator):
+        ans = score_question(gold_answers(rec, store, kb, run_gold), predicted(res), kb=kb)
+        rows.append({"set": name, "id": rec.id, "question": rec.question, "f1": ans.qald.f1,
+                     "stage": None if res.ok else str(res.failed_stage), "seconds": seconds,
+                     "structure": structure(rec.sparql or "")})
     return rows
 
 
