@@ -45,7 +45,7 @@ EXPECTED = {
     "spider4sparql-employee_hire_evaluation": (36, 36),
     "spider4sparql-pets_1": (41, 41),
     "spider4sparql-poker_player": (40, 40),
-    "spider4sparql-train": (8659, 8283),  # 376 gold queries rdflib cannot parse (ORDER BY after a closing brace)
+    "spider4sparql-train": (8659, 8283),  # 376 gold queries rdflib cannot parse (most: `ORDER` where it expects the end)
 }
 
 _CACHE: dict[str, list[Record]] = {}
