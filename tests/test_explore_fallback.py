@@ -4,6 +4,7 @@ the search finds an answer. A tiny people KG (tests/fixtures/explore_fallback/) 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,33 @@ def test_the_step_report_names_the_fallback_and_its_case(translator: ExploreTran
     line = translation_detail(out)
     assert "case fallback: bare class" in line
     assert "'Who is the employer of Dora Moss?'" in line and "similarity 0.00" not in line
+
+
+FOREIGN_CASES = {"dataset": {"id": "shop-cases"}, "questions": [
+    {"id": f"s{i}", "question": [{"language": "en", "string": q}],
+     "query": {"sparql": "SELECT ?x WHERE { ?x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+                         f"<http://example.org/shop/{cls}> }}"}}
+    for i, (q, cls) in enumerate([("Which products are there?", "Product"), ("List every customer.", "Customer"),
+                                  ("Show all the invoices.", "Invoice"), ("Which employers exist?", "Employer")])]}
+
+
+def test_a_bank_of_another_kg_says_nothing_about_this_stores_facts(ingest_dumps, tmp_path: Path,
+                                                                    translator: ExploreTranslator) -> None:
+    # the people bank names people the store knows: its facts check is on (see the test above)
+    assert translator.facts.bank_is_about_this_kg()
+    # a bank of a shop KG's questions on the same people data: none of its classes is in the store, so none of its
+    # facts is held; that says the bank is another KG's, not that this store lacks the question's facts
+    store = ingest_dumps([FIXTURES / "people.ttl"], "people-foreign-bank")
+    build_index(store, progress=False)
+    cases = tmp_path / "shop_cases.json"
+    cases.write_text(json.dumps(FOREIGN_CASES), encoding="utf-8")
+    stats = build_case_bank(store, [str(cases)], folder=bank_dir(store), progress=False)
+    assert stats.cases >= 3
+    foreign = ExploreTranslator(store)
+    try:
+        assert not any(foreign.facts.holds(c) for c in foreign.ctx.cases.bank().cases if c.checks)
+        assert not foreign.facts.bank_is_about_this_kg()
+        question = "Which employers are there?"
+        assert foreign.facts.lacking(question, []) is None
+    finally:
+        foreign.close()

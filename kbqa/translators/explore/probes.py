@@ -36,6 +36,14 @@ def has_fact(item: str, prop: str, *, subject: bool) -> str | None:
     return _text(ir.Query("ask", where=ir.Group([t])))
 
 
+def mentioned(item: str) -> str | None:
+    """ASK: is `item` in any triple of the store (as subject or object)?"""
+    return _text(ir.Query("ask", where=ir.Group([ir.Union([
+        ir.Group([ir.Triple(ir.IRI(item), ir.Var("p"), ir.Var("o"))]),
+        ir.Group([ir.Triple(ir.Var("s"), ir.Var("p"), ir.IRI(item))]),
+    ])])))
+
+
 def uses(items: list[str]) -> str | None:
     """How many triples point at each of `items` (?x, ?n)."""
     q = ir.Query("select", [ir.Var("x"), _count(ir.Var("s"), "n")],
