@@ -66,8 +66,13 @@ def test_registry_files_exist_and_are_gzip():
         assert fmt in FORMATS
 
 
+# Case-bank sources too large to parse in full with rdflib in CI (spider4sparql-train: ~3 min): counted at text level
+# in full, and with the syntax check on their first records.
+TEXT_LEVEL_ONLY = {"spider4sparql-train": ((8659, 8659), 400, 389)}
+
+
 @pytest.mark.slow  # every benchmark file parsed in full: CI runs it, `make test-fast` does not
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", sorted(set(EXPECTED) - set(TEXT_LEVEL_ONLY)))
 def test_real_benchmark_counts(name):
     recs = records(name)
     usable = sum(r.usable for r in recs)
@@ -79,6 +84,19 @@ def test_real_benchmark_counts(name):
         if r.usable:
             assert r.question and (r.sparql or r.has_gold_answers)
     assert detect_format(BENCHMARK_DIR / BENCHMARKS[name][0]) == BENCHMARKS[name][1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TEXT_LEVEL_ONLY))
+def test_bank_source_counts(name):
+    (count, text_usable), first, first_usable = TEXT_LEVEL_ONLY[name]
+    recs = load_benchmark(name, check_syntax=False)
+    assert (len(recs), sum(r.usable for r in recs)) == (count, text_usable)
+    assert all(r.dataset == name and r.question and r.sparql for r in recs)
+    checked = load_benchmark(name, limit=first)
+    assert (len(checked), sum(r.usable for r in checked)) == (first, first_usable)
+    assert all(r.usable or r.reason for r in checked)
+    assert len(recs) >= EXPECTED[name][1] >= first_usable  # the full syntax-checked count stays in EXPECTED
 
 
 @pytest.mark.slow
