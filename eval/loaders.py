@@ -196,6 +196,30 @@ class BenchmarkInfo:
         return cls(**d)
 
 
+def _count_one(task: tuple[str, str, str, bool]) -> tuple[int, int, str | None]:
+    """(records, usable records, error) of one registry file; run in a worker process by `_count_all`."""
+    name, path, fmt, check_syntax = task
+    try:
+        recs = load(path, fmt, dataset=name, check_syntax=check_syntax)
+    except KBQAError as e:
+        return 0, 0, str(e)
+    return len(recs), sum(r.usable for r in recs), None
+
+
+def _count_all(tasks: list[tuple[str, str, str, bool]]) -> list[tuple[int, int, str | None]]:
+    """`_count_one` over the tasks, in order; parsing every gold query is CPU-bound (rdflib), so the files are
+    counted in one process per core when more than one is to be counted (spawned: no state forked from a caller)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(os.cpu_count() or 1, len(tasks))
+    if workers <= 1:
+        return [_count_one(t) for t in tasks]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_count_one, tasks))
+
+
 def list_benchmarks(check_syntax: bool = True, cache_dir: str | Path | None = None) -> list[BenchmarkInfo]:
     """Every registry benchmark with its record and usable-record counts (a broken file reports its error).
 
@@ -211,22 +235,24 @@ def list_benchmarks(check_syntax: bool = True, cache_dir: str | Path | None = No
         except (OSError, ValueError):
             cache = {}
     code = hashlib.sha256(b"".join(Path(m).read_bytes() for m in sorted(Path(__file__).parent.glob("loaders*.py"))))
+    keys: dict[str, str | None] = {}
+    counted: dict[str, tuple[int, int, str | None]] = {}
+    for name, (rel, _fmt, _desc) in BENCHMARKS.items():
+        path = BENCHMARK_DIR / rel
+        keys[name] = None
+        if cache_path and path.is_file():
+            keys[name] = f"{name}:{check_syntax}:{code.hexdigest()[:16]}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+            if keys[name] in cache:
+                counted[name] = (cache[keys[name]][0], cache[keys[name]][1], None)
+    todo = [(name, str(BENCHMARK_DIR / rel), fmt, check_syntax) for name, (rel, fmt, _) in BENCHMARKS.items()
+            if name not in counted]
+    counted.update(zip([t[0] for t in todo], _count_all(todo), strict=True))
     out = []
     for name, (rel, fmt, desc) in BENCHMARKS.items():
-        path = BENCHMARK_DIR / rel
-        key = None
-        if cache_path and path.is_file():
-            key = f"{name}:{check_syntax}:{code.hexdigest()[:16]}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
-            if key in cache:
-                out.append(BenchmarkInfo(name, str(path), fmt, cache[key][0], cache[key][1], desc))
-                continue
-        try:
-            recs = load(path, fmt, dataset=name, check_syntax=check_syntax)
-            out.append(BenchmarkInfo(name, str(path), fmt, len(recs), sum(r.usable for r in recs), desc))
-            if key:
-                cache[key] = [out[-1].count, out[-1].usable]
-        except KBQAError as e:
-            out.append(BenchmarkInfo(name, str(path), fmt, 0, 0, desc, error=str(e)))
+        count, usable, error = counted[name]
+        out.append(BenchmarkInfo(name, str(BENCHMARK_DIR / rel), fmt, count, usable, desc, error=error))
+        if keys[name] and error is None:
+            cache[keys[name]] = [count, usable]
     if cache_path and cache:
         try:
             cache_path.parent.mkdir(parents=True, exist_ok=True)
