@@ -52,10 +52,12 @@ llama: $(STAMP)
 	scripts/install_llama_cpp.sh
 
 # lint-imports: the import contracts of pyproject.toml (layers, no cycles, the engine never imports its faces).
+# Two pytest processes (pytest-xdist): one process took 33 min of CI's 30-min budget on this 2-core machine; the tests
+# share no ports or files (each server picks a free loopback port, each store lives in its own tmp_path).
 test: $(STAMP) browser llama virtuoso
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -n 2
 
 # The inner loop: no browser, no llama.cpp build, no model weights, no whole-benchmark-file tests (`slow`). `make test`
 # stays the full suite that .ci/run calls.
