@@ -1,7 +1,7 @@
 """`kbqa ingest --endpoint URL`: the label memory of a KB that lives on a SPARQL endpoint; no triples copied.
 
-The phases of kb_dumps/endpoint_queries.py run in turn, each paged by key (`STR(?key) > last`). Every
-page is written to `DIR/.endpoint-building/labels.sqlite` in one SQLite transaction *together with*
+The phases of kb_dumps/endpoint_queries.py run in turn, each paged by key (`STR(?key) > last`; the
+`ids` phase per group of predicates, kb_dumps/endpoint_ids.py). Every page is written to `DIR/.endpoint-building/labels.sqlite` in one SQLite transaction *together with*
 the progress (phase, last key), so a run killed at any point resumes after its last complete page
 and writes each row exactly once. A complete run becomes a new version of DIR like a dump ingestion
 (`current` switched atomically), with a manifest recording the endpoint, so that `--store DIR` then
@@ -23,6 +23,16 @@ import pyoxigraph as ox
 
 from kb_dumps.collector import LabelCollector
 from kb_dumps.endpoint import EndpointStore
+from kb_dumps.endpoint_ids import (
+    IdsProgress,
+    create_staging,
+    drop_staging,
+    predicate_count,
+    predicate_groups,
+    record_ids,
+    record_predicates,
+    transfer_ids,
+)
 from kb_dumps.endpoint_queries import PHASES, profile_values, queries_for, render, template
 from kb_dumps.ingest import MANIFEST_FORMAT, _clean_stale, _next_version, publish_version, store_lock
 from kb_dumps.json_types import JsonObject
@@ -134,6 +144,7 @@ class _Run:
         self.pages = self.rows = 0
         self.phase_stats: dict[str, dict[str, float]] = {}
         self.memory: LabelMemory | None = None
+        self.ids_status = ""  # the ids phase's progress bar suffix: predicates done / staged
         self.state: JsonObject = {}  # the resumable progress, kept as JSON in the label memory
 
     # ---- the building directory and its progress ------------------------------------------
@@ -165,6 +176,7 @@ class _Run:
         self.memory.commit()  # pragmas cannot change inside the transaction begin_generation opened
         self.memory.conn.execute("PRAGMA journal_mode=WAL")
         self.memory.conn.execute("PRAGMA synchronous=NORMAL")
+        create_staging(self.memory.conn)  # the ids phase's predicates and ids (dropped by finish)
         self._commit()
         return resumed
 
@@ -191,8 +203,7 @@ class _Run:
             t0, rows0, pages0 = time.perf_counter(), self.rows, self.pages
             with tqdm(desc=f"{phase}", unit=" rows", unit_scale=True, file=sys.stderr, disable=not self.show,
                       mininterval=0.5) as bar:
-                pager = self._popularity_pages() if phase == "popularity" else self._keyset_pages(phase)
-                for rows, after in pager:
+                for rows, after in self._pages(phase):
                     self._write(phase, rows)
                     self.state["after"] = after
                     self.state["pages"] += 1
@@ -201,9 +212,13 @@ class _Run:
                     self.pages += 1
                     self.rows += len(rows)
                     bar.update(len(rows))
+                    if phase == "ids":
+                        bar.set_postfix_str(self.ids_status, refresh=False)
                     if max_pages is not None and self.pages >= max_pages:
                         self._stat(phase, t0, rows0, pages0)
                         return False
+            if phase == "ids":  # the staged ids into the memory, in the transaction that marks the phase done
+                transfer_ids(self.memory.conn, int(self.state["generation"]))
             self.state["done"].append(phase)
             self.state.update(phase=None, after="")
             self._commit()
@@ -214,7 +229,7 @@ class _Run:
         secs = time.perf_counter() - t0
         self.phase_stats[phase] = {"pages": self.pages - pages0, "rows": self.rows - rows0, "seconds": round(secs, 3)}
 
-    def _query(self, phase: str, values: dict[str, str], cap: int) -> list[list[dict | None]]:
+    def _query(self, phase: str, values: dict[str, str], cap: int, where: str = "") -> list[list[dict | None]]:
         try:
             text = render(template(self.queries, phase, self.sparql.dialect.name), {**self.values, **values})
         except ValueError as e:
@@ -222,15 +237,29 @@ class _Run:
         try:
             return self.sparql.query(text, row_cap=cap).rows
         except KBQAError as e:
-            e.info.message = f"{phase} page after {values.get('after', '')[:80]}: {e.info.message}"
+            where = where or f"after {values.get('after', '')[:80]}"
+            e.info.message = (f"{phase} page {where}: {e.info.message}; the {self.state['pages']:,} pages before it "
+                              "are kept in the store's building folder: run the same command again to resume"
+                              + (" (with a smaller --page-size or a larger --endpoint-timeout)"
+                                 if getattr(e, "timed_out", False) else ""))
             raise
 
-    def _keyset_pages(self, phase: str):  # noqa: ANN202 - Iterator[(rows, last key)]
+    def _pages(self, phase: str):  # noqa: ANN202 - Iterator[(rows, resume point)]
+        if phase == "popularity":
+            return self._popularity_pages()
+        if phase == "ids":
+            return self._id_pages()
+        return ((rows, key) for rows, key, _ in self._keyset_pages(phase, str(self.state["after"])))
+
+    def _keyset_pages(self, phase: str, after: str, values: dict[str, str] | None = None, where: str = "",
+                      final: bool = False):  # noqa: ANN202 - Iterator[(rows, last key, last page?)]
         """Pages of complete keys: a full page loses its last key's rows (they may continue on the next
-        page) and the next page starts after the last key kept; a key alone filling a page doubles it."""
-        after, limit = str(self.state["after"]), self.sparql.page_limit(self.page_size)
+        page) and the next page starts after the last key kept; a key alone filling a page doubles it.
+        With `final` the last page is yielded even when empty (its caller records that the query is done)."""
+        limit = self.sparql.page_limit(self.page_size)
         while True:
-            rows = self._query(phase, {"after": escape_string(after), "limit": str(limit)}, limit)
+            rows = self._query(phase, {**(values or {}), "after": escape_string(after), "limit": str(limit)}, limit,
+                               where)
             if len(rows) < limit and self.sparql.page_limit(limit) < limit:
                 limit = self.sparql.page_limit(limit)  # the server cut the page at its row cap: ask again, smaller
                 continue
@@ -240,8 +269,8 @@ class _Run:
                                   "keyset paging needs ORDER BY STR(?key) and FILTER(STR(?key) > after)",
                                   stage="ingest")
             if len(rows) < limit:
-                if rows:
-                    yield rows, keys[-1]
+                if rows or final:
+                    yield rows, keys[-1] if rows else after, True
                 return
             cut = keys.index(keys[-1])
             if cut == 0:
@@ -250,8 +279,31 @@ class _Run:
                                       stage="ingest")
                 limit *= 2
                 continue
-            yield rows[:cut], keys[cut - 1]
+            yield rows[:cut], keys[cut - 1], False
             after, limit = keys[cut - 1], self.sparql.page_limit(self.page_size)
+
+    def _id_pages(self):  # noqa: ANN202 - Iterator[(rows, IdsProgress JSON)]
+        """The ids of each group of predicates (kb_dumps/endpoint_ids.py), resuming inside the group it stopped in."""
+        assert self.memory is not None
+        conn = self.memory.conn
+        progress = IdsProgress.loads(str(self.state["after"]))
+        total = predicate_count(conn)
+        done = predicate_count(conn, progress.done) if progress.done else 0
+        for group in predicate_groups(conn, self.sparql.page_limit(self.page_size), progress):
+            self.ids_status = f"predicates {done:,}/{total:,}"
+            valid = [p for p in group.predicates if IRIREF.fullmatch(p)]  # one no query can hold gives no ids
+            key = progress.key if group.first == progress.first else ""
+            where = (f"of the predicate {group.first[:80]}" if len(group.predicates) == 1 else
+                     f"of {len(group.predicates):,} predicates {group.first[:60]} … {group.last[:60]}") + \
+                (f" after {key[:80]}" if key else "")
+            pages = self._keyset_pages("ids", key, {"predicates": " ".join(iri(p) for p in valid)}, where,
+                                       final=True) if valid else iter([([], "", True)])
+            for rows, after, last in pages:
+                at = IdsProgress(done=group.last) if last else \
+                    IdsProgress(done=progress.done, first=group.first, last=group.last, key=after)
+                yield rows, at.dumps()
+            done += len(group.predicates)
+            self.ids_status = f"predicates {done:,}/{total:,}"
 
     def _popularity_pages(self):  # noqa: ANN202 - Iterator[(rows, last rowid)]
         """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint."""
@@ -283,11 +335,16 @@ class _Run:
             counts = {r[0]["value"]: int(float(r[1]["value"])) for r in rows if r[0] and r[1]}
             memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
             return
+        if phase == "ids":  # staged; into the memory in id order when the phase is done
+            record_ids(memory.conn, [r[0]["value"] for r in rows if r and r[0]])
+            return
         kinds: dict[str, str | None] = {}
-        counts = {}
+        counts: dict[str, int] = {}
+        uses: dict[str, int] = {}  # predicates as the endpoint names them: the ids phase queries them
         for r in rows:
             key = r[0]["value"] if r[0] else ""
             if phase == "predicates":
+                uses[key] = uses.get(key, 0) + (int(float(r[1]["value"])) if r[1] else 0)
                 pid = self.profile.property_entity(key)
                 kinds[pid] = "property"
                 counts[pid] = counts.get(pid, 0) + (int(float(r[1]["value"])) if r[1] else 0)
@@ -296,12 +353,12 @@ class _Run:
             elif phase == "typed":
                 t = r[1]["value"] if r[1] else ""
                 kinds[key] = "property" if t in self.profile.property_types else "class"
-            else:  # ids: a row, kind from other phases (or entity)
-                kinds.setdefault(key, None)
         memory.merge_texts({k: {"label": None, "aliases": [], "description": None, "kind": kind}
                             for k, kind in kinds.items()}, gen)
         if counts:
             memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
+        if uses and "ids" in self.phases:
+            record_predicates(memory.conn, uses)
 
     # ---- the end -----------------------------------------------------------------------------
     def finish(self) -> None:
@@ -312,7 +369,10 @@ class _Run:
         if self.profile.labels_from_local_names:
             memory.fill_missing_labels(self.profile.local_name_label, gen)
         memory.set_meta("profile", self.profile.name)
+        staged = drop_staging(memory.conn)
         memory.commit()
+        if staged:
+            memory.conn.execute("VACUUM")  # the staging tables' pages: the memory file as the ids alone make it
         self.label_rows = len(memory)
         memory.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         memory.conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, like a dump ingestion's

@@ -8,12 +8,14 @@ phases write what a dump ingestion writes (kb_dumps/README.md "Label memory"):
   predicates  every predicate with its number of uses: properties, and their popularity
   classes     objects of instance-of, both ends of subclass-of
   typed       subjects typed with the profile's property / class types
-  ids         every IRI subject or object (profiles that label ids from their local names, or --all-ids)
+  ids         every IRI subject or object (profiles that label ids from their local names, or --all-ids),
+              per group of predicates from the predicates phase (`{{predicates}}`, a VALUES list; a group's
+              ids fit one page, a larger predicate is paged alone: kb_dumps/endpoint_ids.py)
   popularity  per batch of label-memory ids (`{{ids}}`): statements with the id as subject or object
 
 Placeholders (`{{name}}`, filled with escaped values only): after, limit, text_predicates (a VALUES
 list), text_predicate_list (an IN list), lang_filter (on ?o), type_predicate, subclass_predicate,
-kind_types (a VALUES list), ids (a VALUES list). A variant named `<phase>_<dialect>` (e.g.
+kind_types (a VALUES list), predicates (a VALUES list), ids (a VALUES list). A variant named `<phase>_<dialect>` (e.g.
 `popularity_wdqs`: sitelinks) replaces a phase on endpoints of that dialect.
 """
 
@@ -56,8 +58,8 @@ DEFAULT_QUERIES: dict[str, str] = {
   FILTER(STR(?key) > {{after}})
 } ORDER BY STR(?key) STR(?t) LIMIT {{limit}}""",
     "ids": """SELECT DISTINCT ?key WHERE {
-  { ?key ?p ?o FILTER(""" + _TEXT_EXCLUDED + """) }
-  UNION { ?s ?p ?key FILTER(isIRI(?s)) }
+  { VALUES ?p { {{predicates}} } ?key ?p ?o FILTER(""" + _TEXT_EXCLUDED + """) }
+  UNION { VALUES ?p { {{predicates}} } ?s ?p ?key FILTER(isIRI(?s)) }
   FILTER(isIRI(?key))
   FILTER(STR(?key) > {{after}})
 } ORDER BY STR(?key) LIMIT {{limit}}""",

@@ -188,3 +188,49 @@ def test_profile_file_overrides_a_query_and_declares_prefixes(kg, tmp_path: Path
     profile.write_text(json.dumps({"endpoint_queries": {"texts": "SELECT ?key WHERE { {{nope}} }"}}))
     with pytest.raises(IngestError, match="unknown placeholder"):
         ingest_endpoint(srv.url, tmp_path / "t", profile=str(profile), progress=False)
+
+
+WHOLE_KG_IDS = """SELECT DISTINCT ?key WHERE {
+  { ?key ?p ?o FILTER(!(isLiteral(?o) && ?p IN ({{text_predicate_list}}))) }
+  UNION { ?s ?p ?key FILTER(isIRI(?s)) }
+  FILTER(isIRI(?key))
+  FILTER(STR(?key) > {{after}})
+} ORDER BY STR(?key) LIMIT {{limit}}"""
+
+
+def test_ids_by_predicate_group_equal_the_whole_kg_pages(kg, tmp_path: Path) -> None:  # noqa: ANN001
+    """The ids phase reads groups of predicates (a predicate larger than a page alone, keyset-paged); the memory,
+    rowids included, is the one the whole-KG key pages give (an override without {{predicates}} runs them)."""
+    srv, _, reference = kg
+    profile = tmp_path / "whole.json"
+    profile.write_text(json.dumps({"endpoint_queries": {"ids": WHOLE_KG_IDS}}), encoding="utf-8")
+    for page in (7, 50_000):  # rdf:type (120 uses) and `knows` need several pages at 7; one group at 50,000
+        got = ingest_endpoint(srv.url, tmp_path / f"grouped{page}", profile="generic", languages=("en", "de"),
+                              page_size=page, progress=False)
+        whole = ingest_endpoint(srv.url, tmp_path / f"whole{page}", profile=str(profile), languages=("en", "de"),
+                                page_size=page, progress=False)
+        assert got.label_rows == whole.label_rows > 130
+        assert _rows(tmp_path / f"grouped{page}", with_rowid=True) == _rows(reference, with_rowid=True) \
+            == _rows(tmp_path / f"whole{page}", with_rowid=True)
+        assert (got.phases["ids"]["pages"] > 10) == (page == 7), got.phases["ids"]
+    con = sqlite3.connect(f"file:{StoreLayout.of(tmp_path / 'grouped7').labels}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    assert tables == {"labels", "meta"}  # the staging tables are gone
+
+
+def test_a_failing_ids_page_is_a_staged_error_and_leaves_no_store(kg, tmp_path: Path, run_cli) -> None:  # noqa: ANN001
+    srv, _, _ = kg
+    profile = tmp_path / "bad.json"  # an ids query the endpoint refuses (HTTP 400) after the first phases ran
+    profile.write_text(json.dumps({"endpoint_queries": {"ids": "SELECT ?key WHERE { VALUES ?p { {{predicates}} } "
+                                                                "?key ?p ?o FILTER(STR(?key) > {{after}}) "
+                                                                "} ORDER BY STR(?key) LIMIT {{limit}} NOT SPARQL"}}))
+    store = tmp_path / "s"
+    args = ["ingest", "--endpoint", srv.url, "--store", store, "--profile", profile, "--page-size", "7",
+            "--no-progress"]
+    code, out, err = run_cli(*args)
+    assert code == 3 and err.count("\n") == 1, err
+    assert err.startswith("error: [execute] ids page of ") and "run the same command again to resume" in err, err
+    assert not StoreLayout.of(store).exists() and StoreLayout.of(store).endpoint_building.exists()
+    code, _, err2 = run_cli(*args)  # the rerun resumes where it stopped: the same page fails, nothing rebuilt
+    assert code == 3 and "ids page of " in err2 and not StoreLayout.of(store).exists()
