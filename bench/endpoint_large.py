@@ -3,6 +3,7 @@ Spider4SPARQL dev KGs and on one endpoint holding all Spider train KGs and the d
 
   nice -n 10 .venv/bin/python -m bench.endpoint_large small [--dbs concert_singer,pets_1] [--n N]
   nice -n 10 .venv/bin/python -m bench.endpoint_large large --train-kgs DIR [--engines oxigraph,virtuoso] [--n 7]
+  nice -n 10 .venv/bin/python -m bench.endpoint_large ingest --train-kgs DIR [--engines oxigraph] [--page-size N]
 
 `small`: for each dev KG, the local store (`kbqa ingest` of the dump) and a remote store directory over a private
 Virtuoso (kb_dumps/virtuoso_server.py, Debian's defaults: ResultSetMaxRows 10,000) loaded with the same dump, its
@@ -11,6 +12,10 @@ both. `large`: one store / one endpoint with every `*.nt.gz` of DIR (the Spider 
 spider4sparql/train_kgs on the maintainers' machine: a bench input, never a run-time dependency) plus the six dev
 KGs; the label memory paged out of the endpoint, the schema memory built over it in a fresh process (seconds,
 peak RSS), then the first N dev questions of each dev KG asked there, against the per-KG local stores.
+`ingest`: `kbqa ingest --endpoint` of that merged endpoint's label memory in a fresh process (wall time, peak RSS
+of the client and of the oxigraph server, seconds per phase and the slowest page), its rows against the local
+label memory built from the same files in the same run's work folder (equal rows, rows only on one side, which
+fields differ); with `--whole-kg-page` also one page of the former whole-KG ids query, timed, as the baseline.
 Accuracy is the share of questions whose answer F1 is 1 (eval/answer_metrics.py, the files' gold answers), as
 bench/explore.py reports it; p50/p99 are seconds per question (`Engine.ask`, warm). Not a test: prints figures
 (JSON with --out).
@@ -40,6 +45,17 @@ from kb_dumps.oxigraph_server import OxigraphServer
 from kb_dumps.virtuoso_server import VirtuosoServer
 
 ROOT = Path(__file__).resolve().parents[1]
+
+INGEST_IN_A_FRESH_PROCESS = """
+import json, resource, sys, time
+from kb_dumps.endpoint_ingest import ingest_endpoint
+t0 = time.perf_counter()
+rep = ingest_endpoint(sys.argv[1], sys.argv[2], profile="generic", page_size=int(sys.argv[3]), replace=True,
+                      progress=False)
+print(json.dumps({"seconds": round(time.perf_counter() - t0, 1), "label_rows": rep.label_rows, "pages": rep.pages,
+                  "rows_read": rep.rows_read, "phases": rep.phases,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
 
 SCHEMA_IN_A_FRESH_PROCESS = """
 import json, resource, sys, time
@@ -173,6 +189,126 @@ def bench_small(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return report
 
 
+# ---- ingest: the label memory paged out of the merged endpoint, against the local one ------------------------------
+def compare_memories(local: Path, remote: Path) -> dict[str, Any]:
+    """Merge-join of two label memories by id (both streamed in id order): equal rows, rows on one side only, and
+    how many rows differ in each field (aliases compared as sets)."""
+    import sqlite3
+
+    cols = "id, kind, label, aliases, description, popularity"
+    fields = cols.split(", ")[1:]
+
+    def rows(path: Path):  # noqa: ANN202
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        for r in con.execute(f"SELECT {cols} FROM labels ORDER BY id"):  # noqa: S608 - fixed columns
+            yield r[0], (r[1], r[2], sorted(json.loads(r[3])), r[4], r[5])
+        con.close()
+
+    out: dict[str, Any] = {"local_rows": 0, "endpoint_rows": 0, "equal": 0, "only_local": 0, "only_endpoint": 0,
+                           "differ": dict.fromkeys(fields, 0), "examples": []}
+    a, b = rows(local), rows(remote)
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            out["only_local"] += 1
+            out["local_rows"] += 1
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            out["only_endpoint"] += 1
+            out["endpoint_rows"] += 1
+            y = next(b, None)
+        else:
+            out["local_rows"] += 1
+            out["endpoint_rows"] += 1
+            if x[1] == y[1]:
+                out["equal"] += 1
+            else:
+                for f, u, v in zip(fields, x[1], y[1], strict=True):
+                    out["differ"][f] += u != v
+                if len(out["examples"]) < 5:
+                    out["examples"].append({"id": x[0], "local": x[1], "endpoint": y[1]})
+            x, y = next(a, None), next(b, None)
+    return out
+
+
+def server_peak_rss_mb(pid: int) -> float | None:
+    """The server process's peak resident memory (VmHWM), read before it stops."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def whole_kg_ids_page(url: str, page_size: int, timeout_s: float) -> dict[str, Any]:
+    """One page of the former ids query (every IRI subject or object of the whole KG, sorted by STR): the baseline
+    a per-predicate-group page replaces."""
+    from kb_dumps.endpoint import EndpointStore
+    from kb_dumps.endpoint_queries import profile_values, render
+    from kb_dumps.profiles import get_profile
+    from kb_dumps.stage_errors import KBQAError
+
+    text = render("""SELECT DISTINCT ?key WHERE {
+  { ?key ?p ?o FILTER(!(isLiteral(?o) && ?p IN ({{text_predicate_list}}))) }
+  UNION { ?s ?p ?key FILTER(isIRI(?s)) }
+  FILTER(isIRI(?key))
+  FILTER(STR(?key) > "")
+} ORDER BY STR(?key) LIMIT {{limit}}""", {**profile_values(get_profile("generic"), ("en",)), "limit": str(page_size)})
+    t0 = time.perf_counter()
+    with EndpointStore(url, timeout_s=timeout_s, row_cap=page_size) as kb:
+        try:
+            n = len(kb.query(text).rows)
+            return {"rows": n, "seconds": round(time.perf_counter() - t0, 1)}
+        except KBQAError as e:
+            return {"error": e.info.message[:200], "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def bench_ingest(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    big = work / "big-local"
+    if not (big / "current").exists():
+        ingest(sources(args.train_kgs), big, profile="generic", progress=False)
+    report: dict[str, Any] = {"local_label_rows": len_memory(StoreLayout.of(big).labels)}
+    for engine in args.engines:
+        if engine != "oxigraph":
+            server: Any = VirtuosoServer(sources(args.train_kgs), folder=work / "virtuoso-big",
+                                         buffers=args.virtuoso_buffers, timeout_s=args.engine_timeout)
+        else:
+            server = OxigraphServer(big, timeout_s=args.engine_timeout)
+        with server as srv:
+            out: dict[str, Any] = {}
+            if args.whole_kg_page:
+                out["whole_kg_ids_page"] = whole_kg_ids_page(srv.url, args.page_size, args.whole_kg_page)
+                print(json.dumps(out))
+            remote = work / f"ingest-{engine}"
+            run = subprocess.run([sys.executable, "-c", INGEST_IN_A_FRESH_PROCESS, srv.url, str(remote),
+                                  str(args.page_size)], capture_output=True, text=True, cwd=ROOT,
+                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            pid = srv.proc.pid if srv.proc is not None else None
+            out["server_peak_rss_mb"] = server_peak_rss_mb(pid) if pid else None
+            if run.returncode != 0:
+                out["error"] = run.stderr.strip().splitlines()[-1][:400] if run.stderr.strip() else run.returncode
+                report[engine] = out
+                print(json.dumps(out))
+                continue
+            out.update(json.loads(run.stdout.strip().splitlines()[-1]))
+        out["against_local"] = compare_memories(StoreLayout.of(big).labels, StoreLayout.of(remote).labels)
+        report[engine] = out
+        print(json.dumps(out))
+    return report
+
+
+def len_memory(path: Path) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT COUNT(*) FROM labels").fetchone()[0]
+    finally:
+        con.close()
+
+
 # ---- large: every train KG and the dev KGs behind one endpoint ----------------------------------------------------
 def sources(train_kgs: Path) -> list[Path]:
     train = sorted(train_kgs.glob("*.nt.gz"))
@@ -221,7 +357,7 @@ def bench_large(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["small", "large"])
+    p.add_argument("mode", choices=["small", "large", "ingest"])
     p.add_argument("--dbs", default="concert_singer,pets_1", type=lambda v: v.split(","), help="small: dev KGs")
     p.add_argument("--n", type=int, default=None, help="at most N questions per dev KG (default: all)")
     p.add_argument("--train-kgs", type=Path, default=ROOT.parent / "shared" / "data" / "spider4sparql" / "train_kgs")
@@ -232,6 +368,9 @@ def main() -> int:
                    help="explore's search budgets in seconds (2: the default); each setup runs once per budget")
     p.add_argument("--engine-timeout", type=int, default=600, help="the servers' own query time limit, seconds")
     p.add_argument("--virtuoso-buffers", type=int, default=100_000, help="large: 8 KB pages of Virtuoso's cache")
+    p.add_argument("--page-size", type=int, default=50_000, help="ingest: rows per page (kbqa ingest's default)")
+    p.add_argument("--whole-kg-page", type=float, default=0, metavar="S",
+                   help="ingest: also time one page of the former whole-KG ids query, stopped after S seconds")
     p.add_argument("--work", type=Path, default=None, help="scratch folder (kept when given: stores are reused)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -242,7 +381,7 @@ def main() -> int:
     print(f"load average at start: {report['load_average_start']} ({os.cpu_count()} cores)")
     t0 = time.perf_counter()
     try:
-        report[args.mode] = (bench_small if args.mode == "small" else bench_large)(args, work)
+        report[args.mode] = {"small": bench_small, "large": bench_large, "ingest": bench_ingest}[args.mode](args, work)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

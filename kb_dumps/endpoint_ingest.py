@@ -25,6 +25,7 @@ from kb_dumps.collector import LabelCollector
 from kb_dumps.endpoint import EndpointStore
 from kb_dumps.endpoint_ids import (
     IdsProgress,
+    PredicateGroup,
     create_staging,
     drop_staging,
     predicate_count,
@@ -294,16 +295,34 @@ class _Run:
             valid = [p for p in group.predicates if IRIREF.fullmatch(p)]  # one no query can hold gives no ids
             key = progress.key if group.first == progress.first else ""
             where = (f"of the predicate {group.first[:80]}" if len(group.predicates) == 1 else
-                     f"of {len(group.predicates):,} predicates {group.first[:60]} … {group.last[:60]}") + \
-                (f" after {key[:80]}" if key else "")
-            pages = self._keyset_pages("ids", key, {"predicates": " ".join(iri(p) for p in valid)}, where,
-                                       final=True) if valid else iter([([], "", True)])
-            for rows, after, last in pages:
-                at = IdsProgress(done=group.last) if last else \
-                    IdsProgress(done=progress.done, first=group.first, last=group.last, key=after)
-                yield rows, at.dumps()
+                     f"of {len(group.predicates):,} predicates {group.first[:60]} … {group.last[:60]}")
+            values = {"predicates": " ".join(iri(p) for p in valid)}
+            if not valid:
+                yield [], IdsProgress(done=group.last).dumps()
+            elif not key and (cap := self._unsorted_cap(group)):
+                rows = self._query("ids", {**values, "after": escape_string(""), "limit": str(cap)}, cap, where)
+                if len(rows) < cap:  # complete; a full page: the uses were no bound (a changing KG), page it sorted
+                    yield rows, IdsProgress(done=group.last).dumps()
+                    key = None
+            if valid and key is not None:
+                for rows, after, last in self._keyset_pages("ids_sorted", key, values,
+                                                            where + (f" after {key[:80]}" if key else ""), final=True):
+                    at = IdsProgress(done=group.last) if last else \
+                        IdsProgress(done=progress.done, first=group.first, last=group.last, key=after)
+                    yield rows, at.dumps()
             done += len(group.predicates)
             self.ids_status = f"predicates {done:,}/{total:,}"
+
+    def _unsorted_cap(self, group: PredicateGroup) -> int:
+        """The LIMIT of a group's one unsorted page: a page when its ids fit one; for a predicate alone that is
+        larger, all its ids at once where the engine caps no result (time and memory then grow with that
+        predicate, not with the KG: sorted pages cost Oxigraph more); 0: keyset-paged (an engine with a cap
+        such as Virtuoso's 10,000 rows sorts by index)."""
+        limit = self.sparql.page_limit(self.page_size)
+        if group.bound < limit:
+            return limit
+        whole = self.sparql.page_limit(MAX_PAGE_ROWS)
+        return group.bound + 1 if len(group.predicates) == 1 and group.bound < whole else 0
 
     def _popularity_pages(self):  # noqa: ANN202 - Iterator[(rows, last rowid)]
         """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint."""

@@ -198,22 +198,30 @@ WHOLE_KG_IDS = """SELECT DISTINCT ?key WHERE {
 } ORDER BY STR(?key) LIMIT {{limit}}"""
 
 
-def test_ids_by_predicate_group_equal_the_whole_kg_pages(kg, tmp_path: Path) -> None:  # noqa: ANN001
-    """The ids phase reads groups of predicates (a predicate larger than a page alone, keyset-paged); the memory,
-    rowids included, is the one the whole-KG key pages give (an override without {{predicates}} runs them)."""
+def test_ids_by_predicate_group_equal_the_whole_kg_pages(kg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:  # noqa: ANN001
+    """The ids phase reads groups of predicates: one unsorted page per group whose ids fit a page, a predicate
+    larger than a page at once (an engine without a row cap) or keyset-paged (where one request may not hold it);
+    the memory, rowids included, is the one the whole-KG key pages give (an override without {{predicates}})."""
+    import kb_dumps.endpoint_ingest as endpoint_ingest
+
     srv, _, reference = kg
     profile = tmp_path / "whole.json"
-    profile.write_text(json.dumps({"endpoint_queries": {"ids": WHOLE_KG_IDS}}), encoding="utf-8")
-    for page in (7, 50_000):  # rdf:type (120 uses) and `knows` need several pages at 7; one group at 50,000
-        got = ingest_endpoint(srv.url, tmp_path / f"grouped{page}", profile="generic", languages=("en", "de"),
-                              page_size=page, progress=False)
-        whole = ingest_endpoint(srv.url, tmp_path / f"whole{page}", profile=str(profile), languages=("en", "de"),
-                                page_size=page, progress=False)
-        assert got.label_rows == whole.label_rows > 130
-        assert _rows(tmp_path / f"grouped{page}", with_rowid=True) == _rows(reference, with_rowid=True) \
-            == _rows(tmp_path / f"whole{page}", with_rowid=True)
-        assert (got.phases["ids"]["pages"] > 10) == (page == 7), got.phases["ids"]
-    con = sqlite3.connect(f"file:{StoreLayout.of(tmp_path / 'grouped7').labels}?mode=ro", uri=True)
+    profile.write_text(json.dumps({"endpoint_queries": {"ids": WHOLE_KG_IDS, "ids_sorted": WHOLE_KG_IDS}}),
+                       encoding="utf-8")
+    pages = {}
+    for name, page, most in (("grouped", 50_000, None), ("large-alone", 7, None), ("sorted", 7, 50)):
+        if most:  # a request may hold at most 50 rows: rdf:type, knows, bornIn (>= 120 ids each) are keyset-paged
+            monkeypatch.setattr(endpoint_ingest, "MAX_PAGE_ROWS", most)
+        got = ingest_endpoint(srv.url, tmp_path / name, profile="generic", languages=("en", "de"), page_size=page,
+                              progress=False)
+        assert _rows(tmp_path / name, with_rowid=True) == _rows(reference, with_rowid=True), name
+        pages[name] = got.phases["ids"]["pages"]
+    whole = ingest_endpoint(srv.url, tmp_path / "whole", profile=str(profile), languages=("en", "de"), page_size=7,
+                            progress=False)
+    assert whole.label_rows > 130 and _rows(tmp_path / "whole", with_rowid=True) == _rows(reference, with_rowid=True)
+    assert pages["grouped"] == 1 and pages["large-alone"] < pages["sorted"] and pages["sorted"] > 3 * 120 // 7, pages
+    con = sqlite3.connect(f"file:{StoreLayout.of(tmp_path / 'sorted').labels}?mode=ro", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     con.close()
     assert tables == {"labels", "meta"}  # the staging tables are gone
