@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from grounding.schema import SchemaMemory
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.entities import EntityLinker
+from kbqa.translators.explore.link.partial import outside_quotes, partial_class_links, partial_links
 from kbqa.translators.explore.link.words import Cues, Link, link_schema, link_values, read_cues
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
@@ -37,13 +38,18 @@ def link_question(ctx: ExploreContext, entities: EntityLinker, question: str) ->
     """Everything the question names that the store knows, and its cue words."""
     lang = ctx.language
     cues = read_cues(question, lang)
-    schema_links = link_schema(question, ctx.schema, lang=lang)
+    values = link_values(question, ctx.schema, cues, lang)
+    # "the bridge named 'Rainbow Bridge'": inside a quoted value, *bridge* is the value's word, not the class
+    schema_links = outside_quotes(link_schema(question, ctx.schema, lang=lang), cues, values)
     classes = [lk for lk in schema_links if lk.kind == "class"]
+    # "the dorm with the largest capacity": the dorm's *student capacity*, named by part of its name; "what type
+    # has the most games": the class *video games*
+    schema_links += partial_links(question, ctx.schema, classes, schema_links, lang)
+    classes += partial_class_links(question, ctx.schema, classes, lang)
     # a span that names a class or predicate well is not a respelt item name
     ents = entities.entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
     entities.qualify(question, ents, classes)
     predicates = [lk for lk in schema_links if lk.kind == "predicate"]
-    values = link_values(question, ctx.schema, cues, lang)
     number_units(question, values, predicates, lang)
     value_owners(question, values, classes, ctx.schema, lang)
     return Anchors(question, cues, classes, predicates, values, ents, lang)

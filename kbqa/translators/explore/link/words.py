@@ -15,7 +15,8 @@ from kb_dumps.json_types import JsonObject
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+# a number ends a sentence too ("more than 300."); it is no number when part of a longer token ("1.2.3", "v2")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
 
 
@@ -197,7 +198,7 @@ def _acronym_score(span_stems: list[str], core: list[str], lang: LanguageProfile
     return 0.9 if initials in core else 0.0
 
 
-def _without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: LanguageProfile) -> list[str]:
+def without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: LanguageProfile) -> list[str]:
     """A predicate's name words less those of the classes it belongs to; [] when that leaves nothing or all."""
     info = schema.predicates.get(pred)
     words = {w for d in (info.domains if info else {}) for w in lang.stems(schema.class_label(d))}
@@ -218,7 +219,7 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
             # "has weight" / "ref keeper id": the name without its glue words also counts
             core = [w for w in name if w not in lang.name_glue_words and w not in lang.function_words] or name
             # "festival name" of a festival: its own words without its class's name ("the names of festivals")
-            own = _without_domain(core, iri, schema, lang) if kind == "predicate" else []
+            own = without_domain(core, iri, schema, lang) if kind == "predicate" else []
             best: Link | None = None
             for s, e, t, st in grams:
                 sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang),

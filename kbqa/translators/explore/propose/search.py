@@ -35,6 +35,7 @@ from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 MAX_FOCUS = 3
+TYPE_PENALTY = 0.5  # the type predicate as an attribute yields to another predicate the same words name
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
 
 
@@ -224,11 +225,15 @@ class Search(Probe):
             paths = self.paths.to_predicate(focus, lk.iri)
             if paths:
                 out.append((paths[0], lk))
-        # one attribute per span: the best-scoring predicate, then the shortest path
+        # one attribute per span: the best-scoring predicate, then the shortest path; the type predicate last
+        # ("the average price for each type of product": a column that holds a type, where one is linked)
+        def rank(path: Path, lk: Link) -> float:
+            return lk.score - 0.15 * len(path) - (TYPE_PENALTY if lk.iri == self.schema.type_predicate else 0.0)
+
         best: dict[tuple[int, int], tuple[Path, Link]] = {}
         for path, lk in out:
             cur = best.get(lk.span)
-            if cur is None or lk.score - 0.15 * len(path) > cur[1].score - 0.15 * len(cur[0]):
+            if cur is None or rank(path, lk) > rank(*cur):
                 best[lk.span] = (path, lk)
         return sorted(best.values(), key=lambda pl: pl[1].span[0])
 

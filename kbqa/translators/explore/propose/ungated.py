@@ -18,15 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TypedDict, Unpack
 
+from rapidfuzz import fuzz
+
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.propose.base import Probe, Shape
 from kbqa.translators.explore.propose.shapes import Attr, comparisons, is_numeric, related_classes
-from kbqa.translators.explore.query import Cond, Path
+from kbqa.translators.explore.query import Cond, Path, Step, Term
 
 AGGREGATES = ("AVG", "MIN", "MAX", "SUM")
 MAX_NUMERIC = 2  # numeric attributes aggregated or ordered by
 MAX_GROUP_KEYS = 2  # attributes grouped by
 HAVING_OPS = (">", ">=", "<", "<=")
+MAX_UNCUED = 2  # numbers no comparison word reads, each compared with an attribute
+MAX_IMPLICIT = 2  # attributes of the focus class the question does not link, ordered by and aggregated
 
 
 class ShapeOptions(TypedDict, total=False):
@@ -48,14 +52,63 @@ def ungated_shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: l
         free = [x for x in attrs if x not in used]
         yield from _shapes(s, a, focus, free, spans, conds, {"ungated": 1.0, "cmp": cmp_score},
                            [x[1].span for x in used])
+    yield from _uncued_comparisons(s, a, focus, attrs)
+    if a.cues.comparisons:  # "days on which more than one revision was made": the number counts items per value
+        yield from _counted_per_value(s, a, focus, attrs, spans)
+
+
+def _counted_per_value(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]]
+                       ) -> Iterator[Shape]:
+    """A compared number read as a count of items per attribute value or per focus item (HAVING), not as the
+    attribute's value: the readings `_shapes` gives with no comparison condition."""
+    f = {"ungated": 1.0, "cmp": 0.0}
+    numbers = sorted({v for _op, v, _pos in a.cues.comparisons})[:2]
+    for key in attrs[:MAX_GROUP_KEYS]:
+        for value in numbers:
+            for op in HAVING_OPS:
+                yield Shape([key[0]], aggs=[("COUNT", None)], group=True, having=(op, value, ()),
+                            spans=[key[1].span], features=dict(f))
+    paths = [p for p, _ in attrs]
+    for path, _lk, cls_span in related_classes(s, a, focus, spans):
+        for value in numbers:
+            for op in HAVING_OPS:
+                yield Shape(paths or [()], aggs=[("COUNT", path)], group=True, having=(op, value, path),
+                            spans=[x[1].span for x in attrs] + [cls_span], features=dict(f))
+
+
+def _uncued_comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> Iterator[Shape]:
+    """A number that no comparison word of the language profile reads ("salaries over 9000" with *over* not
+    listed): the numeric attribute nearest it (linked, else the focus's own most like the question) compared with
+    it each way; the plain projection and the count. Feature `uncued_cmp`: the ranker weighs the words around."""
+    cues = a.cues
+    read = {n[1] for n in cues.numbers
+            if any(v == n[0] and 0 < n[1] - pos < 40 for _op, v, pos in cues.comparisons)
+            or (cues.between and n[0] in cues.between) or (cues.top_k is not None and n[0] == cues.top_k)}
+    numeric = [x for x in attrs if is_numeric(s, x[0])]
+    for value, start, end in [n for n in cues.numbers if n[1] not in read][:MAX_UNCUED]:
+        if numeric:
+            x = min(numeric, key=lambda x: min(abs(x[1].span[0] - end), abs(start - x[1].span[1])))
+            path, sp = x[0], [x[1].span]
+        else:
+            own = [p for p in implicit_attributes(s, a, focus, attrs, []) if is_numeric(s, p)]
+            if not own:
+                continue
+            path, sp = own[0], []
+        shown = [p for p, _ in attrs if p != path]
+        term = Term("number", str(int(value)) if value == int(value) else str(value))
+        for op in HAVING_OPS:
+            cond = Cond(path, op, term, text=f"{op} {term.value}", span=(start, end))
+            f = {"ungated": 1.0, "uncued_cmp": 1.0}
+            yield Shape([()] + shown, conds=[cond], spans=sp + [(start, end)], features=dict(f))
+            yield Shape([()], aggs=[("COUNT", None)], conds=[cond], spans=sp + [(start, end)], features=dict(f))
 
 
 def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
             f: dict[str, float], cond_spans: list[tuple[int, int]]) -> Iterator[Shape]:
     def shape(answer: list[Path], *, extra: tuple[Cond, ...] = (), sp: list[tuple[int, int]] | None = None,
-              **kw: Unpack[ShapeOptions]) -> Shape:
-        return Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans, features=dict(f),
-                      **kw)
+              features: dict[str, float] | None = None, **kw: Unpack[ShapeOptions]) -> Shape:
+        return Shape(answer, conds=conds + list(extra), spans=(sp or attr_spans) + cond_spans,
+                     features={**f, **(features or {})}, **kw)
 
     paths = [p for p, _ in attrs]
     attr_spans = [x[1].span for x in attrs]
@@ -75,6 +128,22 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 yield shape([key[0]], aggs=[(fn, x[0])], group=True)
         for desc in (True, False):
             yield shape([()] + shown, order=(x[0], desc), limit=1)
+    # a date or a text orders too (a text by its characters, as the store compares it: "56" < "9")
+    for x in [x for x in attrs if not is_numeric(s, x[0])][:MAX_NUMERIC]:
+        shown = [p for p, _ in attrs if p != x[0]]
+        kind = {"key_date" if _is_date(s, x[0]) else "key_text": 1.0}
+        for fn in ("MIN", "MAX"):
+            yield shape([()], aggs=[(fn, x[0])], features=kind)
+        for desc in (True, False):
+            yield shape([()] + shown, order=(x[0], desc), limit=1, features=kind)
+    # the attribute a superlative or an aggregate implies but the question does not name ("the largest dorm",
+    # "when was the first payment"): the focus's own numbers and dates, and those of a related class it names
+    for path in implicit_attributes(s, a, focus, attrs, [(r[0], r[1].iri) for r in related]):
+        date = {"implicit": 1.0, **({"key_date": 1.0} if _is_date(s, path) else {})}
+        for fn in ("MIN", "MAX"):  # (an average or a total names what it sums: "the average salary")
+            yield shape([()], aggs=[(fn, path)], features=date)
+        for desc in (True, False):
+            yield shape([()] + paths, order=(path, desc), limit=1, features=date)
     numbers = sorted({n[0] for n in a.cues.numbers})
     for key in attrs[:MAX_GROUP_KEYS]:
         yield shape([()], aggs=[("COUNT_DISTINCT", key[0])])  # how many different values
@@ -95,3 +164,31 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
         for value in numbers[:2]:
             for op in HAVING_OPS:
                 yield shape(shown, aggs=[("COUNT", path)], group=True, having=(op, value, path), sp=sp)
+
+
+def _is_date(s: Probe, path: Path) -> bool:
+    info = s.schema.predicates.get(path[-1].pred) if path else None
+    return bool(info and info.date)
+
+
+def implicit_attributes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], related: list[tuple[Path, str]]
+                        ) -> list[Path]:
+    """Numeric and date attributes the question does not link: the focus class's own (at most
+    `MAX_IMPLICIT`) and one of each related class it names, those whose names look most like the question's
+    words first (then the most used). Keys that join tables (IRI-valued) are no attributes."""
+    linked = {x[0][-1].pred for x in attrs if x[0]}
+    q = a.question.lower()
+
+    def best(cls: str, n: int) -> list[str]:
+        preds = []
+        for p in s.schema.predicates_of(cls):
+            info = s.schema.predicates[p]
+            if p not in linked and info.literal and (info.numeric or info.date):
+                preds.append((fuzz.partial_ratio(info.label, q), info.count, p))
+        return [p for *_k, p in sorted(preds, reverse=True)[:n]]
+
+    out: list[Path] = [(Step(p),) for p in best(focus, MAX_IMPLICIT)]
+    for path, cls in related:
+        out += [path + (Step(p),) for p in best(cls, 1)]
+    return out
+
