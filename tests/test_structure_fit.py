@@ -65,3 +65,56 @@ def test_entity_order_says_which_mention_fills_which_slot() -> None:
     assert entity_order(q, ["Arlo Venn", "Elsa Quist"]) == "1,0"
     assert entity_order(q, ["Arlo Venn", "Juno Marsh"]) is None  # one is not in the question
     assert entity_order(q, ["Arlo Venn"]) is None  # one slot: no order to learn
+
+
+OUT = "SELECT DISTINCT ?v0 WHERE { E1 wdt:R1 ?v0 }"
+IN = "SELECT DISTINCT ?v0 WHERE { ?v0 wdt:R1 E1 }"
+
+
+def bank_of(rows: list[tuple[str, str, str]]):
+    from grounding.embedder import get_embedder
+    from kbqa.translators.structure.slots import Bank
+
+    return Bank([{"id": f"t:{i}", "masked": q, "skeleton": sk, "slots": {"R1": pid}}
+                 for i, (q, sk, pid) in enumerate(rows)], get_embedder(None))
+
+
+def test_skeleton_fit_says_which_direction_a_property_is_asked_in() -> None:
+    bank = bank_of([("Who founded something?", IN, "P112")] * 4 + [("Who did something found?", OUT, "P112")]
+                   + [("Where was something born?", OUT, "P19")] * 3)
+    # a founder is mostly asked for from the founded thing: the incoming skeleton fits P112 better
+    assert bank.skeleton_fit(IN, "P112") > bank.skeleton_fit(OUT, "P112")
+    # a birthplace is asked for outgoing only
+    assert bank.skeleton_fit(OUT, "P19") > bank.skeleton_fit(IN, "P19")
+    # a property the bank never saw fits no skeleton better than another
+    assert bank.skeleton_fit(OUT, "P999") == bank.skeleton_fit(IN, "P999")
+
+
+def test_asked_property_is_the_neighbours_weighted_vote() -> None:
+    bank = bank_of([("Who founded something?", IN, "P112"), ("Where was something born?", OUT, "P19"),
+                    ("Where was something born?", OUT, "P19")])
+    assert bank.asked_property([(0, 0.9), (1, 0.5), (2, 0.5)]) == "P112"  # 0.9⁴ > 2 x 0.5⁴
+    assert bank.asked_property([(0, 0.5), (1, 0.9), (2, 0.9)]) == "P19"
+    assert bank.asked_property([]) is None
+
+
+def test_pick_first_scores_each_question_by_its_best_candidate() -> None:
+    import numpy as np
+
+    from kbqa.training.structure_fit import pick_first
+
+    scores = np.array([0.2, 0.9, 0.5, 0.1, 0.3])
+    gold = np.array([0, 1, 0, 0, 1])  # question 0: its best (0.9) is gold; question 1: its best (0.5) is not
+    groups = np.array([0, 0, 1, 1, 1])
+    assert pick_first(scores, gold, groups) == 0.5
+    assert pick_first(-scores, gold, groups) == 0.0
+
+
+def test_part_cache_reads_fold_choosers_and_the_earlier_one_chooser_layout(tmp_path) -> None:
+    from kbqa.training.structure_fit import read_part_cache, write
+
+    write({"choosers": {"k1": {"classes": ["a"]}, "k2": {"classes": ["b"]}}}, tmp_path / "folds.json.gz")
+    write({"examples_key": "k3", "skeleton": {"classes": ["c"]}}, tmp_path / "one.json.gz")
+    assert set(read_part_cache(tmp_path / "folds.json.gz")) == {"k1", "k2"}
+    assert read_part_cache(tmp_path / "one.json.gz") == {"k3": {"classes": ["c"]}}
+    assert read_part_cache(tmp_path / "missing.json.gz") == {}

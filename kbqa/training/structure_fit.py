@@ -12,9 +12,10 @@ What is fitted (all on train data; dev sets are never read):
    property, skeleton slot) candidates of PROPERTY_SAMPLE train questions, their features computed with the question
    itself left out of the bank (its neighbours exclude it, its own count is taken out of the slot prior and of the
    word-property associations), labelled by the gold property;
-4. the skeleton re-ranker (`fit_reranker`): logistic regression over the chooser's top skeletons of held-out train
-   questions, each filled by models fitted on the other two thirds (`--reranker-only` fits it alone; `--part-cache`
-   keeps that chooser, the slow part, for the next run on the same questions).
+4. the skeleton re-ranker (`fit_reranker`): logistic regression over the chooser's top skeletons of train questions,
+   stacked: each fold's questions (3 folds by question, a sample of each) are filled by a chooser, bank and property
+   scorer fitted on the other folds (`--reranker-only` fits it alone; `--part-cache` keeps the fold choosers, the
+   slow part, for the next run on the same questions; `--base M --reranker R` puts it into model M as it is).
 """
 
 from __future__ import annotations
@@ -234,7 +235,9 @@ def fit_all(exclude_sets: set[str], store_dir: Path, c: float, exclude_ids: set[
             "n_examples": len(examples), "c": c}
 
 
-RERANK_SAMPLE = 1000
+RERANK_FOLDS = 3
+RERANK_SAMPLE = 2100  # held-out questions filled, over all folds
+RERANK_C = (0.1, 1.0, 10.0)  # the re-ranker's inverse regularisation, chosen by k-fold over its questions
 
 
 def examples_key(examples: list[Example]) -> str:
@@ -244,66 +247,116 @@ def examples_key(examples: list[Example]) -> str:
     return hashlib.sha256("\n".join(sorted(e.id for e in examples)).encode()).hexdigest()[:16]
 
 
-def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = None,
-                 part_cache: Path | None = None) -> dict[str, Any]:
-    """The skeleton re-ranker: logistic regression over the chooser's top skeletons, each filled, labelled by
-    whether it is the gold skeleton. Honest features: the chooser, bank and property scorer are fitted on two thirds
-    of the examples, the re-ranker's questions come from the other third (the mention prior is the full fit's).
-    Features are standardised for the fit and the scale folded back into the weights, so answering reads raw
-    values. `part_cache`: where the two-thirds skeleton chooser is kept (the slow part; reused when it was fitted on the
-    same questions)."""
-    from sklearn.linear_model import LogisticRegression
+def read_part_cache(path: Path | None) -> dict[str, Any]:
+    """Fold choosers kept by an earlier run: examples key -> chooser (the one-chooser layout of earlier runs too)."""
+    if not path or not path.is_file():
+        return {}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        cached = json.load(f)
+    if "examples_key" in cached:
+        return {cached["examples_key"]: cached["skeleton"]}
+    return dict(cached.get("choosers") or {})
 
+
+def reranker_rows(examples: list[Example], store_dir: Path, c: float, say: Any, folds: int = RERANK_FOLDS,
+                  part_cache: Path | None = None) -> tuple[list[dict[str, float]], list[int], list[int]]:
+    """Stacking: for each fold (by question), chooser, bank and property scorer are fitted on the other folds and a
+    sample of the fold's questions is filled by them, so every feature (the chooser's p above all) is what a
+    question the models never saw gets. Returns the candidates' features, whether each is the gold skeleton, and
+    which question each belongs to."""
     from kb_dumps.label_memory import LabelMemory
     from kb_dumps.layout import StoreLayout
     from kbqa.translators.mentions import MentionDetector, open_lexicon
     from kbqa.translators.structure.answer import MENTION_CANDIDATES, SKELETONS_TRIED, StructureModel
 
-    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     embedder = get_embedder(None)
-    rest = [e for i, e in enumerate(examples) if i % 3]
-    held = [e for i, e in enumerate(examples) if not i % 3]
-    held = held[::max(1, len(held) // RERANK_SAMPLE)]
-    key = examples_key(rest)
-    chooser = None
-    if part_cache and part_cache.is_file():
-        with gzip.open(part_cache, "rt", encoding="utf-8") as f:
-            cached = json.load(f)
-        if cached.get("examples_key") == key:
-            chooser = cached["skeleton"]
-            say(f"skeleton chooser of the two thirds from {part_cache}")
-        else:
-            say(f"{part_cache} was fitted on other questions: fitting the chooser again")
-    part = fit_all_parts(rest, store_dir, c, embedder, say, chooser)
-    if part_cache and chooser is None:
-        write({"skeleton": part["skeleton"], "examples_key": key}, part_cache)
+    choosers = read_part_cache(part_cache)
     with gzip.open(PROPERTIES_PATH, "rt", encoding="utf-8") as f:
-        model = StructureModel(part, json.load(f), embedder)
-    memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+        props = json.load(f)
     rows: list[dict[str, float]] = []
     ys: list[int] = []
-    try:
-        detector = MentionDetector(open_lexicon(store_dir), memory, model.mention_prior)
-        for e in held:
-            mentions = detector.detect(e.question, max_candidates=MENTION_CANDIDATES)
-            for cand in model.candidates(e.question, mentions, SKELETONS_TRIED):
-                if cand.sparql is None:
-                    continue
-                rows.append(cand.features)
-                ys.append(int(cand.skeleton == e.skeleton.text))
-    finally:
-        memory.close()
+    groups: list[int] = []
+    per_fold = max(1, RERANK_SAMPLE // folds)
+    n_questions = 0
+    for k in range(folds):
+        rest = [e for i, e in enumerate(examples) if i % folds != k]
+        held = [e for i, e in enumerate(examples) if i % folds == k]
+        held = held[::max(1, len(held) // per_fold)]
+        key = examples_key(rest)
+        if key in choosers:
+            say(f"fold {k}: skeleton chooser from {part_cache}")
+        part = fit_all_parts(rest, store_dir, c, embedder, say, choosers.get(key))
+        if part_cache and key not in choosers:
+            choosers[key] = part["skeleton"]
+            write({"choosers": choosers}, part_cache)
+        model = StructureModel(part, props, embedder)
+        memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
+        try:
+            detector = MentionDetector(open_lexicon(store_dir), memory, model.mention_prior)
+            for e in held:
+                mentions = detector.detect(e.question, max_candidates=MENTION_CANDIDATES)
+                for cand in model.candidates(e.question, mentions, SKELETONS_TRIED):
+                    if cand.sparql is None:
+                        continue
+                    rows.append(cand.features)
+                    ys.append(int(cand.skeleton == e.skeleton.text))
+                    groups.append(n_questions)
+                n_questions += 1
+        finally:
+            memory.close()
+        say(f"fold {k}: {len(held)} questions filled, {len(ys)} candidates so far")
+    return rows, ys, groups
+
+
+def pick_first(scores: np.ndarray, ys: np.ndarray, groups: np.ndarray) -> float:
+    """Share of questions whose best-scored candidate is the gold skeleton (a question without it counts wrong)."""
+    best: dict[int, tuple[float, int]] = {}
+    for s, y, g in zip(scores, ys, groups, strict=True):
+        if g not in best or s > best[g][0]:
+            best[g] = (float(s), int(y))
+    return sum(y for _, y in best.values()) / max(len(best), 1)
+
+
+def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = None,
+                 part_cache: Path | None = None, folds: int = RERANK_FOLDS) -> dict[str, Any]:
+    """The skeleton re-ranker: logistic regression over the chooser's top skeletons, each filled, labelled by
+    whether it is the gold skeleton, on out-of-fold fills (`reranker_rows`). Its C is chosen by k-fold over those
+    questions (grouped by question); the chooser's own first choice on the same questions is printed beside it.
+    Features are standardised for the fit and the scale folded back into the weights, so answering reads raw
+    values. `part_cache`: where the fold choosers (the slow part) are kept for the next run on the same questions."""
+    from sklearn.linear_model import LogisticRegression
+
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    rows, ys_list, group_list = reranker_rows(examples, store_dir, c, say, folds, part_cache)
     names = sorted(rows[0]) if rows else []
     x = np.array([[r.get(k, 0.0) for k in names] for r in rows])
+    ys, groups = np.array(ys_list), np.array(group_list)
     mu, sd = x.mean(axis=0), x.std(axis=0)
     sd[sd < 1e-9] = 1.0
-    clf = LogisticRegression(C=1.0, max_iter=2000)
-    clf.fit((x - mu) / sd, np.array(ys))
+    xs = (x - mu) / sd
+    uniq = sorted(set(group_list))
+    fold_of = {g: i % folds for i, g in enumerate(uniq)}
+    fold = np.array([fold_of[g] for g in group_list])
+    chooser_first = pick_first(-x[:, names.index("rank")], ys, groups)
+    cv: dict[float, float] = {}
+    for cc in RERANK_C:
+        scores = np.zeros(len(ys))
+        for k in range(folds):
+            clf = LogisticRegression(C=cc, max_iter=3000).fit(xs[fold != k], ys[fold != k])
+            scores[fold == k] = clf.decision_function(xs[fold == k])
+        cv[cc] = round(pick_first(scores, ys, groups), 4)
+    best_c = max(RERANK_C, key=lambda cc: (cv[cc], -cc))
+    say(f"re-ranker k-fold skeleton accuracy {cv} vs the chooser's first choice {chooser_first:.4f} "
+        f"({len(uniq)} questions); C={best_c}")
+    clf = LogisticRegression(C=best_c, max_iter=3000)
+    clf.fit(xs, ys)
     w = clf.coef_[0] / sd
     bias = float(clf.intercept_[0] - (clf.coef_[0] * mu / sd).sum())
     weights = {k: round(float(v), 5) for k, v in zip(names, w, strict=True)}
-    out = {"weights": weights, "bias": round(bias, 5), "questions": len(held),
-           "candidates": len(ys), "excluded_sets": sorted({e.dataset for e in examples} ^ set(TRAIN_SETS))}
+    out = {"weights": weights, "bias": round(bias, 5), "questions": len(uniq), "candidates": len(ys),
+           "folds": folds, "c": best_c, "kfold_skeleton_accuracy": cv[best_c],
+           "kfold_chooser_first": round(chooser_first, 4),
+           "excluded_sets": sorted({e.dataset for e in examples} ^ set(TRAIN_SETS))}
     say(f"skeleton re-ranker: {out}")
     return out
 
@@ -326,8 +379,11 @@ def main() -> int:
     p.add_argument("--reranker", type=Path, default=None,
                    help="take the skeleton re-ranker from this JSON file (`--reranker-only` writes one)")
     p.add_argument("--reranker-only", action="store_true", help="fit the skeleton re-ranker alone, write it to --out")
+    p.add_argument("--base", type=Path, default=None,
+                   help="with --reranker: take every other part (chooser, bank, scorers) from this model file (fitted "
+                        "with the same exclusions) and only put the re-ranker in")
     p.add_argument("--part-cache", type=Path, default=None,
-                   help="with --reranker-only: keep (or reuse) the chooser fitted on two thirds of the questions here")
+                   help="with --reranker-only: keep (or reuse) the fold choosers (each fitted on the other folds) here")
     p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
     p.add_argument("--kfold-score-on", default="lcquad2-train", help="train sets whose held-out folds are scored")
     args = p.parse_args()
@@ -344,14 +400,23 @@ def main() -> int:
         args.out.write_text(json.dumps(rr, indent=1) + "\n", encoding="utf-8")
         return 0
     reuse = None
-    if args.reuse_skeleton:
-        with gzip.open(args.reuse_skeleton, "rt", encoding="utf-8") as f:
+    if args.reuse_skeleton or args.base:
+        source = args.base or args.reuse_skeleton
+        with gzip.open(source, "rt", encoding="utf-8") as f:
             old = json.load(f)
         if sorted(old.get("excluded_sets") or []) != sorted(exclude):
-            p.error(f"{args.reuse_skeleton} was fitted without {old.get('excluded_sets')}, not {sorted(exclude)}")
+            p.error(f"{source} was fitted without {old.get('excluded_sets')}, not {sorted(exclude)}")
         reuse = old["skeleton"]
     reranker = json.loads(args.reranker.read_text(encoding="utf-8")) if args.reranker else None
-    model = fit_all(exclude, args.store, args.c, skeleton_model=reuse, reranker=reranker)
+    if args.base:
+        if reranker is None:
+            p.error("--base needs --reranker (the part it does not take from the base model)")
+        if not set(reranker.get("excluded_sets", [])) >= exclude:
+            p.error(f"the re-ranker was fitted with {exclude - set(reranker.get('excluded_sets', []))}")
+        model = {**old, "skeleton_reranker": reranker, "parts_from": str(args.base),
+                 "parts_command": old.get("command")}
+    else:
+        model = fit_all(exclude, args.store, args.c, skeleton_model=reuse, reranker=reranker)
     model["command"] = " ".join(["python -m kbqa.training.structure_fit", *sys.argv[1:]])
     if args.reuse_skeleton:
         model["skeleton_from"] = str(args.reuse_skeleton)

@@ -215,7 +215,13 @@ class StructureModel:
         lit_scores = [f.alternatives[0][1] if f.alternatives else 0.0 for f in fills if f.name[0] not in "ER"]
         margins = [f.alternatives[0][1] - (f.alternatives[1][1] if len(f.alternatives) > 1 else 0.0)
                    for f in fills if f.name[0] == "R" and f.alternatives]
+        fits = [self.bank.skeleton_fit(sk, values[n]) for n in names if n.startswith("R") and n in values]
+        asked = self.bank.asked_property(neighbours)
         features = {
+            "fit_min": min(fits, default=0.0),
+            "fit_mean": sum(fits) / len(fits) if fits else 0.0,
+            "asked_fit": self.bank.skeleton_fit(sk, asked) if asked else 0.0,
+            "asked_filled": float(asked is not None and asked in values.values()),
             "log_p": math.log(max(prob, 1e-6)),
             "lit_min": min(lit_scores, default=1.0),
             "lit_weak": float(sum(f.source in WEAK_LITERALS for f in fills)),

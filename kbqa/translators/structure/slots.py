@@ -93,12 +93,18 @@ class Bank:
         self.slot_prior: dict[tuple[str, str], Counter] = defaultdict(Counter)
         self.literal_values: dict[tuple[str, str], Counter] = defaultdict(Counter)
         self.entity_orders: dict[str, Counter] = defaultdict(Counter)
+        # how many train questions ask for each property, and with which skeleton (the re-ranker's check that a
+        # skeleton fits the properties the question's neighbours ask for: a property has its usual direction)
+        self.property_rows: Counter = Counter()
+        self.skeleton_property_rows: Counter = Counter()
         # which properties the train questions that use a word ask for: word stem -> property -> questions
         self.word_rows: Counter = Counter()
         word_props: dict[str, Counter] = defaultdict(Counter)
         for r in rows:
             stems = row_stems(r["masked"])
             props = {v for k, v in r["slots"].items() if k.startswith("R")}
+            self.property_rows.update(props)
+            self.skeleton_property_rows.update((r["skeleton"], p) for p in props)
             self.word_rows.update(stems)
             for w in stems:
                 word_props[w].update(props)
@@ -112,6 +118,22 @@ class Bank:
                     self.slot_prior[(r["skeleton"], name)][value] += 1
                 elif not name.startswith("E"):
                     self.literal_values[(r["skeleton"], name)][value] += 1
+
+    def skeleton_fit(self, skeleton: str, pid: str) -> float:
+        """log share of the train questions asking for `pid` that have `skeleton`: a property is mostly asked for
+        in one direction and hop count (the skeleton re-ranker's check of a skeleton against its properties)."""
+        n = self.skeleton_property_rows.get((skeleton, pid), 0)
+        return float(np.log((n + 0.5) / (self.property_rows.get(pid, 0) + 1.0)))
+
+    def asked_property(self, neighbours: list[tuple[int, float]]) -> str | None:
+        """The property the nearest solved questions ask for most (similarity⁴-weighted, any skeleton or slot)."""
+        votes: dict[str, float] = defaultdict(float)
+        for i, sim in neighbours:
+            w = max(sim, 0.0) ** 4
+            for name, value in self.rows[i]["slots"].items():
+                if name.startswith("R"):
+                    votes[value] += w
+        return max(votes, key=lambda p: (votes[p], p)) if votes else None
 
     def nearest(self, vector: np.ndarray, k: int = KNN, exclude: set[int] | None = None) -> list[tuple[int, float]]:
         if not len(self.rows):
