@@ -138,9 +138,10 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
             yield shape([()] + shown, order=(x[0], desc), limit=1, features=kind)
     # the attribute a superlative or an aggregate implies but the question does not name ("the largest dorm",
     # "when was the first payment"): the focus's own numbers and dates, and those of a related class it names
-    for path in implicit_attributes(s, a, focus, attrs, [(r[0], r[1].iri) for r in related]):
+    for i, path in enumerate(implicit_attributes(s, a, focus, attrs, [(r[0], r[1].iri) for r in related])):
         date = {"implicit": 1.0, **({"key_date": 1.0} if _is_date(s, path) else {})}
-        for fn in ("MIN", "MAX"):  # (an average or a total names what it sums: "the average salary")
+        # an average or a total mostly names what it sums ("the average salary"): only of the likeliest one
+        for fn in ("MIN", "MAX") if i or _is_date(s, path) else AGGREGATES:
             yield shape([()], aggs=[(fn, path)], features=date)
         for desc in (True, False):
             yield shape([()] + paths, order=(path, desc), limit=1, features=date)
