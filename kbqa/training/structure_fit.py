@@ -318,16 +318,30 @@ def pick_first(scores: np.ndarray, ys: np.ndarray, groups: np.ndarray) -> float:
 
 
 def fit_reranker(examples: list[Example], store_dir: Path, c: float, log: Any = None,
-                 part_cache: Path | None = None, folds: int = RERANK_FOLDS) -> dict[str, Any]:
+                 part_cache: Path | None = None, folds: int = RERANK_FOLDS,
+                 rows_cache: Path | None = None) -> dict[str, Any]:
     """The skeleton re-ranker: logistic regression over the chooser's top skeletons, each filled, labelled by
     whether it is the gold skeleton, on out-of-fold fills (`reranker_rows`). Its C is chosen by k-fold over those
     questions (grouped by question); the chooser's own first choice on the same questions is printed beside it.
     Features are standardised for the fit and the scale folded back into the weights, so answering reads raw
-    values. `part_cache`: where the fold choosers (the slow part) are kept for the next run on the same questions."""
+    values. `part_cache`: where the fold choosers (the slow part) are kept for the next run on the same questions;
+    `rows_cache`: where the out-of-fold fills are kept (a later run on the same questions fits from them alone)."""
     from sklearn.linear_model import LogisticRegression
 
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
-    rows, ys_list, group_list = reranker_rows(examples, store_dir, c, say, folds, part_cache)
+    key = examples_key(examples)
+    if rows_cache and rows_cache.is_file():
+        with gzip.open(rows_cache, "rt", encoding="utf-8") as f:
+            cached = json.load(f)
+        if cached.get("examples_key") != key or cached.get("folds") != folds:
+            raise ValueError(f"{rows_cache} holds the fills of other questions or folds")
+        rows, ys_list, group_list = cached["rows"], cached["gold"], cached["question"]
+        say(f"out-of-fold fills from {rows_cache}")
+    else:
+        rows, ys_list, group_list = reranker_rows(examples, store_dir, c, say, folds, part_cache)
+        if rows_cache:
+            write({"examples_key": key, "folds": folds, "rows": rows, "gold": ys_list, "question": group_list},
+                  rows_cache)
     names = sorted(rows[0]) if rows else []
     x = np.array([[r.get(k, 0.0) for k in names] for r in rows])
     ys, groups = np.array(ys_list), np.array(group_list)
@@ -384,6 +398,8 @@ def main() -> int:
                         "with the same exclusions) and only put the re-ranker in")
     p.add_argument("--part-cache", type=Path, default=None,
                    help="with --reranker-only: keep (or reuse) the fold choosers (each fitted on the other folds) here")
+    p.add_argument("--rows-cache", type=Path, default=None,
+                   help="with --reranker-only: keep (or reuse) the re-ranker's out-of-fold fills here")
     p.add_argument("--kfold", default="", help="comma-separated C values: print 3-fold skeleton accuracy, fit nothing")
     p.add_argument("--kfold-score-on", default="lcquad2-train", help="train sets whose held-out folds are scored")
     args = p.parse_args()
@@ -396,7 +412,8 @@ def main() -> int:
             print(f"C={c}: 3-fold skeleton accuracy {acc:.4f} on {args.kfold_score_on}", flush=True)
         return 0
     if args.reranker_only:
-        rr = fit_reranker(load_examples(exclude), args.store, args.c, part_cache=args.part_cache)
+        rr = fit_reranker(load_examples(exclude), args.store, args.c, part_cache=args.part_cache,
+                          rows_cache=args.rows_cache)
         args.out.write_text(json.dumps(rr, indent=1) + "\n", encoding="utf-8")
         return 0
     reuse = None
