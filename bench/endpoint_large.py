@@ -4,6 +4,7 @@ Spider4SPARQL dev KGs and on one endpoint holding all Spider train KGs and the d
   nice -n 10 .venv/bin/python -m bench.endpoint_large small [--dbs concert_singer,pets_1] [--n N]
   nice -n 10 .venv/bin/python -m bench.endpoint_large large --train-kgs DIR [--engines oxigraph,virtuoso] [--n 7]
   nice -n 10 .venv/bin/python -m bench.endpoint_large ingest --train-kgs DIR [--engines oxigraph] [--page-size N]
+  nice -n 10 .venv/bin/python -m bench.endpoint_large why --train-kgs DIR [--dbs employee_hire_evaluation,pets_1] [--n 7]
 
 `small`: for each dev KG, the local store (`kbqa ingest` of the dump) and a remote store directory over a private
 Virtuoso (kb_dumps/virtuoso_server.py, Debian's defaults: ResultSetMaxRows 10,000) loaded with the same dump, its
@@ -16,6 +17,9 @@ peak RSS), then the first N dev questions of each dev KG asked there, against th
 of the client and of the oxigraph server, seconds per phase and the slowest page), its rows against the local
 label memory built from the same files in the same run's work folder (equal rows, rows only on one side, which
 fields differ); with `--whole-kg-page` also one page of the former whole-KG ids query, timed, as the baseline.
+`why`: the questions whose answer is right on the per-KG store and not on the merged one (scored against the gold
+query run on each store), with both queries' classes and predicates and what explore linked on the merged store
+(the merged local store: the same engine and data as the oxigraph endpoint, without HTTP).
 Accuracy is the share of questions whose answer F1 is 1 (eval/answer_metrics.py, the files' gold answers), as
 bench/explore.py reports it; p50/p99 are seconds per question (`Engine.ask`, warm). Not a test: prints figures
 (JSON with --out).
@@ -189,6 +193,43 @@ def bench_small(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return report
 
 
+# ---- why: what explore chose on the merged KG where the per-KG store was right ---------------------------------
+def bench_why(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    import re
+
+    big = work / "big-local"
+    if not (big / "current").exists():
+        ingest(sources(args.train_kgs), big, profile="generic", progress=False)
+    if not (StoreLayout.of(big).current / "schema" / "schema.json").is_file():
+        print(json.dumps({"schema": build_schema_measured(big)}))
+    recs = questions(args.dbs, args.n)
+    iris = re.compile(r"<(http://valuenet/ontop/[^>]*)>")
+    out: dict[str, Any] = {"questions": 0, "right_per_kg": 0, "right_merged": 0, "lost": []}
+    for db in args.dbs:
+        per: dict[str, tuple[float, str | None]] = {}
+        local = local_store(db, work)
+        for rec, res, _s, store in ask_each(recs[db], local, explore(local)):
+            per[rec.id] = (score_question(gold_answers(rec, store, "generic", True), predicted(res), kb="generic")
+                           .qald.f1, res.sparql)
+        for rec, res, _s, store in ask_each(recs[db], big, explore(big)):
+            f1 = score_question(gold_answers(rec, store, "generic", True), predicted(res), kb="generic").qald.f1
+            out["questions"] += 1
+            out["right_per_kg"] += per[rec.id][0] >= 0.999
+            out["right_merged"] += f1 >= 0.999
+            if per[rec.id][0] >= 0.999 > f1:
+                details = (res.translation or {}).get("details") or {}
+                linked = [(lk["kind"], lk["iri"].rsplit("/", 1)[-1], lk["text"], round(lk["score"], 2))
+                          for lk in details.get("linked", []) if lk["kind"] in ("class", "predicate", "value")]
+                lost = {"id": rec.id, "f1_merged": round(f1, 3),
+                        "per_kg": sorted(set(iris.findall(per[rec.id][1] or ""))),
+                        "merged": sorted(set(iris.findall(res.sparql or ""))),
+                        "search": details.get("search"), "linked": linked[:12]}
+                out["lost"].append(lost)
+                print(json.dumps(lost))
+    print(json.dumps({k: v for k, v in out.items() if k != "lost"}))
+    return out
+
+
 # ---- ingest: the label memory paged out of the merged endpoint, against the local one ------------------------------
 def compare_memories(local: Path, remote: Path) -> dict[str, Any]:
     """Merge-join of two label memories by id (both streamed in id order): equal rows, rows on one side only, and
@@ -356,7 +397,7 @@ def bench_large(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["small", "large", "ingest"])
+    p.add_argument("mode", choices=["small", "large", "ingest", "why"])
     p.add_argument("--dbs", default="concert_singer,pets_1", type=lambda v: v.split(","), help="small: dev KGs")
     p.add_argument("--n", type=int, default=None, help="at most N questions per dev KG (default: all)")
     p.add_argument("--train-kgs", type=Path, default=ROOT.parent / "shared" / "data" / "spider4sparql" / "train_kgs")
@@ -380,7 +421,8 @@ def main() -> int:
     print(f"load average at start: {report['load_average_start']} ({os.cpu_count()} cores)")
     t0 = time.perf_counter()
     try:
-        report[args.mode] = {"small": bench_small, "large": bench_large, "ingest": bench_ingest}[args.mode](args, work)
+        report[args.mode] = {"small": bench_small, "large": bench_large, "ingest": bench_ingest,
+                             "why": bench_why}[args.mode](args, work)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
