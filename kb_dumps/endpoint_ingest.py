@@ -325,16 +325,22 @@ class _Run:
         return group.bound + 1 if len(group.predicates) == 1 and group.bound < whole else 0
 
     def _popularity_pages(self):  # noqa: ANN202 - Iterator[(rows, last rowid)]
-        """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint."""
+        """Batches of the memory's own ids (by rowid) with their statement counts from the endpoint; a batch's
+        counts (one row per id) must fit under the server's row cap, or the cut rows would read as 0."""
         assert self.memory is not None
         last = int(self.state["after"] or 0)
+        size = self.id_batch
         while True:
+            size = max(1, min(size, self.sparql.page_limit(size + 1) - 1))
             batch = self.memory.conn.execute("SELECT rowid, id FROM labels WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                             (last, self.id_batch)).fetchall()
+                                             (last, size)).fetchall()
             if not batch:
                 return
             ids = [i for _, i in batch if IRIREF.fullmatch(i)]  # an id a query cannot hold keeps popularity 0
             rows = self._query("popularity", {"ids": " ".join(iri(i) for i in ids)}, len(ids) + 1) if ids else []
+            if len(rows) >= self.sparql.page_limit(len(ids) + 1) and len(ids) > 1:
+                size = len(ids) // 2  # the server's cap (learnt from this answer) may have cut it: ask again
+                continue
             last = batch[-1][0]
             yield rows, str(last)
 

@@ -108,3 +108,29 @@ def test_a_refused_query_is_not_retried(server: VirtuosoServer) -> None:
             store.query("SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s OFFSET 9995 LIMIT 10")
         assert store.stats.retries == 0
     assert "SR353" in str(info.value) and not info.value.timed_out
+
+
+def test_label_memory_under_a_row_cap_equals_the_dump_ingestion(tmp_path: Path) -> None:
+    """`kbqa ingest --endpoint` on a server that cuts every result at 100 rows: the ids phase pages its larger
+    predicates by key, the popularity batches shrink under the cap; every row equals the dump ingestion's."""
+    import json
+    import sqlite3
+
+    from kb_dumps.endpoint_ingest import ingest_endpoint
+    from kb_dumps.ingest import ingest
+    from kb_dumps.layout import StoreLayout
+
+    car = CONCERT.with_name("car_1.ttl.gz")  # 926 ids: more than one cut page, popularity batches over the cap
+    ingest([car], tmp_path / "dump", profile="generic", progress=False)
+    with VirtuosoServer([car], max_rows=ROW_CAP, folder=tmp_path / "virtuoso") as srv:
+        report = ingest_endpoint(srv.url, tmp_path / "remote", profile="generic", page_size=1000, progress=False)
+
+    def rows(store: Path) -> dict[str, tuple]:
+        con = sqlite3.connect(f"file:{StoreLayout.of(store).labels}?mode=ro", uri=True)
+        out = {i: (k, lab, sorted(json.loads(a)), d, p) for i, k, lab, a, d, p in
+               con.execute("SELECT id, kind, label, aliases, description, popularity FROM labels")}
+        con.close()
+        return out
+
+    assert report.phases["ids"]["pages"] > 10 and report.phases["popularity"]["pages"] > 926 // ROW_CAP
+    assert rows(tmp_path / "remote") == rows(tmp_path / "dump") and len(rows(tmp_path / "dump")) == 926
