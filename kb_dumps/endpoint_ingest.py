@@ -290,6 +290,7 @@ class _Run:
         progress = IdsProgress.loads(str(self.state["after"]))
         total = predicate_count(conn)
         done = predicate_count(conn, progress.done) if progress.done else 0
+        done_through = progress.done  # the last predicate of the last complete group
         for group in predicate_groups(conn, self.sparql.page_limit(self.page_size), progress):
             self.ids_status = f"predicates {done:,}/{total:,}"
             valid = [p for p in group.predicates if IRIREF.fullmatch(p)]  # one no query can hold gives no ids
@@ -308,9 +309,10 @@ class _Run:
                 for rows, after, last in self._keyset_pages("ids_sorted", key, values,
                                                             where + (f" after {key[:80]}" if key else ""), final=True):
                     at = IdsProgress(done=group.last) if last else \
-                        IdsProgress(done=progress.done, first=group.first, last=group.last, key=after)
+                        IdsProgress(done=done_through, first=group.first, last=group.last, key=after)
                     yield rows, at.dumps()
             done += len(group.predicates)
+            done_through = group.last
             self.ids_status = f"predicates {done:,}/{total:,}"
 
     def _unsorted_cap(self, group: PredicateGroup) -> int:
