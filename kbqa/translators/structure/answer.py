@@ -104,7 +104,8 @@ class StructureModel:
     # ---- answering --------------------------------------------------------------------------
     def candidates(self, question: str, mentions: list[Any], top: int = SKELETONS_TRIED) -> list[StructuredAnswer]:
         """The chooser's `top` skeletons, each filled, with the re-ranker's features (chooser rank and probability
-        relative to the first, slot evidence, question cues x skeleton shape)."""
+        relative to the first, slot evidence, whether the skeleton fits the properties asked for, question cues x
+        skeleton shape)."""
         mfeats = mention_features(mentions)
         tops = self.chooser.predict(question, top=top, extra=tuple(mfeats))
         near: dict[str, list[tuple[int, float]]] = {}  # masked text -> neighbours, shared by the skeletons
