@@ -217,8 +217,9 @@ class TranslatorSettings(CheckedSettings):
     # explore: ranker weights (JSON, `kbqa train --ranker` writes them); empty = the shipped weights.
     explore_weights: Path | None = None
     # explore: when the nearest case's re-grounded structure replaces the search — auto (no candidate / a bare
-    # class list), always (a sample store that lacks most facts), never.
-    explore_fallback: Literal["auto", "always", "never"] = "auto"
+    # class list), fitted (auto with the fitted fact-lack decision on a Wikidata store), always (a sample store that
+    # lacks most facts), never.
+    explore_fallback: Literal["auto", "fitted", "always", "never"] = "auto"
     # explore: a model backend (openai, llama-cpp, hf; over `model` / `endpoint` above) that picks one of the ranker's
     # top `explore_chooser_k` candidates from their verbalisations, answering one number; "" = the ranker's pick.
     explore_chooser: str = ""

@@ -183,11 +183,14 @@ class ExploreTranslator(Translator):
         Wikidata store that holds no fact beyond names of an entity the learned structure names while the search's
         best uses no other entity (fallback/structure.py), or a store that lacks the facts of the solved questions
         nearest to this one; None: keep it."""
-        if self.ctx.settings.fallback != "auto":
+        if self.ctx.settings.fallback not in ("auto", "fitted"):
             return None
-        return weak(ranked, self.ctx.settings.weak_score) or \
-            self.structure_fallback.lacking(question, self.entities_used(ranked[0]) if ranked else set()) or \
-            self.facts.lacking(question, [a.entities[0].span] if a.entities else [])
+        gave_way = weak(ranked, self.ctx.settings.weak_score)
+        if gave_way:
+            return gave_way
+        held = self.facts.held_share(question, [a.entities[0].span] if a.entities else [])  # the bank's view, once
+        return self.structure_fallback.lacking(question, self.entities_used(ranked[0]), search=ranked[0],
+                                               held_share=held[0] if held else None) or self.facts.reason(held)
 
     def entities_used(self, g: Graph) -> set[str]:
         """The IRIs of the items (not classes or predicates) a candidate graph names."""

@@ -44,6 +44,19 @@ class FactsCheck:
         """A reason to take the case fallback (the nearest solved questions' facts are mostly not in the store),
         or None: no bank, no case, or the facts are there. `spans`: entity mentions, masked as the bank's own
         questions are."""
+        return self.reason(self.held_share(question, spans))
+
+    @staticmethod
+    def reason(found: tuple[float, int] | None) -> str | None:
+        """`lacking`'s reason from a `held_share` already computed."""
+        if found is None or found[0] >= HELD_MIN:
+            return None
+        share, n = found
+        return f"the store lacks the facts of the nearest solved questions (held for {share:.0%} of {n}, by similarity)"
+
+    def held_share(self, question: str, spans: list[tuple[int, int]]) -> tuple[float, int] | None:
+        """The similarity-weighted share of the nearest solved questions whose facts the store holds, and how many
+        were consulted; None where the bank says nothing (no bank, a bank about another KG, no near case)."""
         x = self.ctx
         if not x.cases.usable() or not self.bank_is_about_this_kg():
             return None
@@ -52,11 +65,7 @@ class FactsCheck:
         if not hits or weight <= 0:
             return None
         held = sum(max(h.similarity, 0.0) for h in hits if self.holds(h.case))
-        share = held / weight
-        if share >= HELD_MIN:
-            return None
-        return (f"the store lacks the facts of the nearest solved questions (held for {share:.0%} of "
-                f"{len(hits)}, by similarity)")
+        return held / weight, len(hits)
 
     def bank_is_about_this_kg(self) -> bool:
         """Whether the store knows the items the bank's checks name (see the module docstring); a bank with no

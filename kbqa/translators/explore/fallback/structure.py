@@ -4,7 +4,9 @@ the label memory's mentions, property slots from a fitted scorer).
 
 A sample store holds a sliver of Wikidata, so a partial fact the search finds near a linked name is usually the
 wrong answer; the learned skeleton writes the query the question asks for, whether or not the store can answer it.
-When to prefer it over the search (`lacking`): the evidence is the store's own — an entity the learned structure
+When to prefer it over the search (`lacking`): in mode `fitted`, a fitted decision (decision.py: a logistic
+regression over the store's and the search's evidence, fitted on train questions); by default (`auto`) a hand rule
+whose evidence is the store's own — an entity the learned structure
 names (not as a class: the object of instance-of / subclass-of) has no fact in the store beyond its names (label,
 description, aliases), so no candidate of the search can use it, and the search's best candidate uses no entity
 the structure leaves out: the search answered a part of the question (a partial match), not another reading of
@@ -24,6 +26,8 @@ from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.base import TranslationResult
 from kbqa.translators.explore import probes
 from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.fallback.decision import THRESHOLD, Evidence, FactsDecision
+from kbqa.translators.explore.query import Graph
 from kbqa.translators.structure.answer import MODEL_PATH, StructureModel
 from kbqa.translators.structure.translator import StructureTranslator
 
@@ -44,8 +48,11 @@ class StructureFallback:
         self.ctx = ctx
         self._translator: StructureTranslator | None = None
         self._last: tuple[str, TranslationResult | None] | None = None  # the last question's structure
-        self._facts: dict[str, bool] = {}  # entity -> has a fact beyond its names in the store
+        self._facts: dict[str, int] = {}  # entity -> predicate groups beyond its names in the store
+        self.last_decision: dict[str, Any] | None = None  # the last fitted decision's probability and features
         self.applies = ctx.profile.name == "wikidata" and MODEL_PATH.is_file()
+        # the fitted fact-lack decision (mode "fitted"); None: the hand rule decides
+        self.decision = FactsDecision.load() if ctx.settings.fallback == "fitted" and self.applies else None
 
     def translator(self) -> StructureTranslator:
         if self._translator is None:  # built on first use: most questions on most stores never need it
@@ -58,35 +65,75 @@ class StructureFallback:
         self._last = None
         self._translator = StructureTranslator(self.ctx.store_dir, memory=self.ctx.memory, model=model)
 
-    def lacking(self, question: str, search_entities: set[str], *, qid: str | None = None) -> str | None:
-        """Why the learned structure should answer instead of the search (see the module docstring), or None.
-        `search_entities`: the IRIs of the entities the search's best candidate uses."""
+    def lacking(self, question: str, search_entities: set[str], *, search: Graph | None = None,
+                held_share: float | None = None, qid: str | None = None) -> str | None:
+        """Why the learned structure should answer instead of the search, or None. `search_entities`: the IRIs of
+        the entities the search's best candidate (`search`) uses; `held_share`: the case bank's share of nearest
+        solved questions whose facts the store holds (None: no bank about this store). In mode "fitted" the fitted
+        decision's probability decides; otherwise the hand rule of the module docstring."""
         if not self.applies:
             return None
         res = self._translate(question, qid)
         if res is None:
             return None
-        entities = [slot["value"] for slot in res.details["structure"].get("slots") or []
-                    if str(slot.get("value") or "").startswith(WD_ENTITY)]
-        named = {self.ctx.profile.expand(e) for e in entities}
-        if search_entities - named:  # the search read another entity than the structure: keep its reading
+        named = self._named_entities(res)
+        if self.decision is None:
+            return self._hand_rule(named, search_entities)
+        feats = self.evidence(named, search_entities, search, held_share).features()
+        p = self.decision.p_lacks(feats)
+        self.last_decision = {"p_lacks": round(p, 4), "features": feats,
+                              "contributions": {k: round(v, 4) for k, v in self.decision.contributions(feats).items()}}
+        if p < THRESHOLD:
             return None
+        return f"the store likely lacks the facts (P = {p:.2f}; {self.decision.explain(feats)})"
+
+    def evidence_for(self, question: str, search_entities: set[str], search: Graph | None,
+                     held_share: float | None, *, qid: str | None = None) -> Evidence | None:
+        """`evidence` for a question (None where the learned structure writes no query): what the decision's
+        fit (kbqa/training/facts_decision.py) records for a train question."""
+        res = self._translate(question, qid) if self.applies else None
+        return None if res is None else self.evidence(self._named_entities(res), search_entities, search, held_share)
+
+    def evidence(self, named: list[str], search_entities: set[str], search: Graph | None,
+                 held_share: float | None) -> Evidence:
+        """The store's and the search's evidence about the entities the learned structure names."""
+        expanded = {self.ctx.profile.expand(e) for e in named}
+        return Evidence(facts=[self.facts_count(e) for e in named], search_found=search is not None,
+                        search_score=float(search.score) if search is not None else 0.0,
+                        search_rows=int(search.rows or 0) if search is not None else 0,
+                        search_other_entity=bool(search_entities - expanded),
+                        search_entities=len(search_entities), bank_held_share=held_share)
+
+    def _named_entities(self, res: TranslationResult) -> list[str]:
+        """The entities the learned query names, minus those in a class position (the object of instance-of /
+        subclass-of)."""
+        entities = [str(slot["value"]) for slot in res.details["structure"].get("slots") or []
+                    if str(slot.get("value") or "").startswith(WD_ENTITY)]
         classes = set(_CLASS_OBJECT.findall(res.text))
-        bare = [e for e in entities if e not in classes and not self._has_facts(e)]
+        return list(dict.fromkeys(e for e in entities if e not in classes))
+
+    def _hand_rule(self, named: list[str], search_entities: set[str]) -> str | None:
+        """Without a fitted decision: an entity the structure names has no fact beyond its names, and the search's
+        best uses no entity the structure leaves out."""
+        if search_entities - {self.ctx.profile.expand(e) for e in named}:
+            return None  # the search read another entity than the structure: keep its reading
+        bare = [e for e in named if self.facts_count(e) == 0]
         if not bare:
             return None
         return f"the store holds no fact of {', '.join(bare[:3])} beyond names (an entity the learned structure names)"
 
-    def _has_facts(self, entity: str) -> bool:
+    def facts_count(self, entity: str) -> int:
+        """The predicate groups (predicate, direction) `entity` takes part in beyond its names, up to EDGE_GROUPS;
+        -1 when the probe cannot tell (then it counts as having facts: the search is kept)."""
         if entity not in self._facts:
             names = {*self.ctx.profile.label_predicates, *self.ctx.profile.description_predicates,
                      *self.ctx.profile.alias_predicates}
             q = probes.edges(self.ctx.profile.expand(entity), EDGE_GROUPS)
             try:
                 rows = self.ctx.store.query(q, timeout_s=1.0).rows if q else None
-            except KBQAError:  # a probe that fails says nothing: assume the facts are there (keep the search)
+            except KBQAError:  # a probe that fails says nothing
                 rows = None
-            self._facts[entity] = rows is None or any(r[0] and r[0]["value"] not in names for r in rows)
+            self._facts[entity] = -1 if rows is None else sum(1 for r in rows if r[0] and r[0]["value"] not in names)
         return self._facts[entity]
 
     def _translate(self, question: str, qid: str | None) -> TranslationResult | None:
