@@ -80,6 +80,8 @@ def test_the_hand_rule_decides_in_the_default_mode(auto: ExploreTranslator) -> N
         assert reason and "no fact of wd:Q243 beyond names" in reason, question
         # the search read another entity (one with facts): its reading stays
         assert sf.lacking(question, {"http://www.wikidata.org/entity/Q187033"}) is None
+    res = auto.translate("How tall is the Eiffel Tower?")  # the search finds nothing: the learned structure answers
+    assert res.details["fallback"]["kind"] == "structure"
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def fitted(wikidata_mini_store: Path):
 
 
 def test_the_fitted_decision_reads_the_stores_evidence(fitted: ExploreTranslator) -> None:
-    sf, auto = fitted.structure_fallback, fitted
+    sf = fitted.structure_fallback
     assert sf.decision is not None and sf.decision.meta["fitted_on"]  # shipped, with what it was fitted on
     for question in ("Who owns the Eiffel Tower?", "Who is the Eiffel Tower's owner?"):
         reason = sf.lacking(question, set())  # an entity with only names, nothing found by the search
@@ -100,8 +102,8 @@ def test_the_fitted_decision_reads_the_stores_evidence(fitted: ExploreTranslator
         assert sf.last_decision["p_lacks"] >= 0.5
     # an entity whose facts the store holds, the search's own best candidate: the store can answer
     for question in ("In which city was Sally Field born?", "Where was Sally Field born?"):
-        _, ranked, _ = auto.search(question)
-        ev = sf.evidence_for(question, auto.entities_used(ranked[0]), ranked[0], None)
+        _, ranked, _ = fitted.search(question)
+        ev = sf.evidence_for(question, fitted.entities_used(ranked[0]), ranked[0], None)
         assert ev is not None and ev.facts and min(ev.facts) > 0, question
         assert sf.decision.p_lacks(ev.features()) < 0.5, (question, sf.decision.explain(ev.features()))
 
@@ -113,7 +115,7 @@ def test_an_entity_with_facts_in_the_store_keeps_the_search(auto: ExploreTransla
 
 
 def test_the_fitted_mode_answers_with_the_structure_and_says_why(fitted: ExploreTranslator) -> None:
-    res = fitted.translate("Who owns the Eiffel Tower?")
+    res = fitted.translate("How tall is the Eiffel Tower?")  # nothing found: the confident learned structure
     assert res.details["fallback"]["kind"] == "structure"
     res = fitted.translate("Where was Sally Field born?")  # the store holds her facts: the search answers
     assert "fallback" not in res.details
