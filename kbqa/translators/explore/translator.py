@@ -179,7 +179,7 @@ class ExploreTranslator(Translator):
             self.case_fallback.translate(question, reason, info, qid=qid)
 
     def fallback_reason(self, question: str, a: Anchors, ranked: list[Graph]) -> str | None:
-        """Why the fallback should replace the search's answer (mode "auto"): nothing found, a bare class list, a
+        """Why the fallback should replace the search's answer (modes "auto" and "fitted"): nothing found, a bare class list, a
         Wikidata store that holds no fact beyond names of an entity the learned structure names while the search's
         best uses no other entity (fallback/structure.py), or a store that lacks the facts of the solved questions
         nearest to this one; None: keep it."""
@@ -188,9 +188,13 @@ class ExploreTranslator(Translator):
         gave_way = weak(ranked, self.ctx.settings.weak_score)
         if gave_way:
             return gave_way
-        held = self.facts.held_share(question, [a.entities[0].span] if a.entities else [])  # the bank's view, once
-        return self.structure_fallback.lacking(question, self.entities_used(ranked[0]), search=ranked[0],
-                                               held_share=held[0] if held else None) or self.facts.reason(held)
+        spans = [a.entities[0].span] if a.entities else []
+        used, sf = self.entities_used(ranked[0]), self.structure_fallback
+        if sf.decision is None:  # the hand rule reads no bank: the bank is asked only when the rule keeps the search
+            return sf.lacking(question, used, search=ranked[0]) or self.facts.lacking(question, spans)
+        held = self.facts.held_share(question, spans)  # the fitted decision reads the bank's view: asked once
+        return sf.lacking(question, used, search=ranked[0], held_share=held[0] if held else None) or \
+            self.facts.reason(held)
 
     def entities_used(self, g: Graph) -> set[str]:
         """The IRIs of the items (not classes or predicates) a candidate graph names."""
