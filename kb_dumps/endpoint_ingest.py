@@ -19,9 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyoxigraph as ox
-
-from kb_dumps.collector import LabelCollector
 from kb_dumps.endpoint import EndpointStore
 from kb_dumps.endpoint_ids import (
     IdsProgress,
@@ -30,10 +27,9 @@ from kb_dumps.endpoint_ids import (
     drop_staging,
     predicate_count,
     predicate_groups,
-    record_ids,
-    record_predicates,
     transfer_ids,
 )
+from kb_dumps.endpoint_pages import write_page
 from kb_dumps.endpoint_queries import PHASES, profile_values, queries_for, render, template
 from kb_dumps.ingest import MANIFEST_FORMAT, _clean_stale, _next_version, publish_version, store_lock
 from kb_dumps.json_types import JsonObject
@@ -348,44 +344,9 @@ class _Run:
 
     # ---- writing ---------------------------------------------------------------------------
     def _write(self, phase: str, rows: list[list[dict | None]]) -> None:
-        memory, gen = self.memory, int(self.state["generation"])
-        assert memory is not None
-        if phase == "texts":
-            collector = LabelCollector(self.profile, memory, gen, self.languages)
-            for r in rows:
-                quad = _text_quad(r)
-                if quad is not None:
-                    collector.observe(quad)
-            collector.flush()
-            return
-        if phase == "popularity":
-            counts = {r[0]["value"]: int(float(r[1]["value"])) for r in rows if r[0] and r[1]}
-            memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
-            return
-        if phase == "ids":  # staged; into the memory in id order when the phase is done
-            record_ids(memory.conn, [r[0]["value"] for r in rows if r and r[0]])
-            return
-        kinds: dict[str, str | None] = {}
-        counts: dict[str, int] = {}
-        uses: dict[str, int] = {}  # predicates as the endpoint names them: the ids phase queries them
-        for r in rows:
-            key = r[0]["value"] if r[0] else ""
-            if phase == "predicates":
-                uses[key] = uses.get(key, 0) + (int(float(r[1]["value"])) if r[1] else 0)
-                pid = self.profile.property_entity(key)
-                kinds[pid] = "property"
-                counts[pid] = counts.get(pid, 0) + (int(float(r[1]["value"])) if r[1] else 0)
-            elif phase == "classes":
-                kinds[key] = "class"
-            elif phase == "typed":
-                t = r[1]["value"] if r[1] else ""
-                kinds[key] = "property" if t in self.profile.property_types else "class"
-        memory.merge_texts({k: {"label": None, "aliases": [], "description": None, "kind": kind}
-                            for k, kind in kinds.items()}, gen)
-        if counts:
-            memory.add_popularity({k: v for k, v in counts.items() if v}, gen)
-        if uses and "ids" in self.phases:
-            record_predicates(memory.conn, uses)
+        assert self.memory is not None
+        write_page(phase, rows, self.memory, int(self.state["generation"]), self.profile, self.languages,
+                   stage_predicates="ids" in self.phases)
 
     # ---- the end -----------------------------------------------------------------------------
     def finish(self) -> None:
@@ -428,19 +389,3 @@ class _Run:
                                     rows_read=self.rows, seconds=time.perf_counter() - self.t0,
                                     phases=self.phase_stats)
 
-
-def _text_quad(row: list[dict | None]) -> ox.Quad | None:
-    """A (subject, text predicate, literal) result row as the quad a dump reader would give the collector."""
-    s, p, o = row[0], row[1], row[2]
-    if not (s and p and o) or s.get("type") != "uri" or o.get("type") != "literal":
-        return None
-    try:
-        if o.get("xml:lang"):
-            lit = ox.Literal(o["value"], language=o["xml:lang"])
-        elif o.get("datatype"):
-            lit = ox.Literal(o["value"], datatype=ox.NamedNode(o["datatype"]))
-        else:
-            lit = ox.Literal(o["value"])
-        return ox.Quad(ox.NamedNode(s["value"]), ox.NamedNode(p["value"]), lit)
-    except ValueError:  # an IRI or language tag pyoxigraph refuses: the dump reader would refuse it too
-        return None

@@ -7,7 +7,7 @@ import json
 
 from eval.skeleton import skeleton
 from kbqa.training.structure_data import Example
-from kbqa.training.structure_fit import entity_order, masked_question
+from kbqa.training.structure_parts_fit import entity_order, masked_question
 from kbqa.training.structure_skeleton_fit import fit_skeleton_model
 from kbqa.translators.structure.model import SkeletonModel
 
@@ -101,7 +101,7 @@ def test_asked_property_is_the_neighbours_weighted_vote() -> None:
 def test_pick_first_scores_each_question_by_its_best_candidate() -> None:
     import numpy as np
 
-    from kbqa.training.structure_fit import pick_first
+    from kbqa.training.structure_rerank_fit import pick_first
 
     scores = np.array([0.2, 0.9, 0.5, 0.1, 0.3])
     gold = np.array([0, 1, 0, 0, 1])  # question 0: its best (0.9) is gold; question 1: its best (0.5) is not
@@ -111,7 +111,8 @@ def test_pick_first_scores_each_question_by_its_best_candidate() -> None:
 
 
 def test_part_cache_reads_fold_choosers_and_the_earlier_one_chooser_layout(tmp_path) -> None:
-    from kbqa.training.structure_fit import read_part_cache, write
+    from kbqa.training.structure_parts_fit import write
+    from kbqa.training.structure_rerank_fit import read_part_cache
 
     write({"choosers": {"k1": {"classes": ["a"]}, "k2": {"classes": ["b"]}}}, tmp_path / "folds.json.gz")
     write({"examples_key": "k3", "skeleton": {"classes": ["c"]}}, tmp_path / "one.json.gz")
