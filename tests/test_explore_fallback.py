@@ -94,6 +94,15 @@ def test_weak_rule() -> None:
     assert weak([hop], threshold=2.0) == "weak" and weak([hop], threshold=0.5) is None and weak([hop]) is None
     assert weak([Graph("class", focus_class=EX + "Person", features={"coverage": 0.5})]) == "bare class"
     assert weak([Graph("class", focus_class=EX + "Person", features={"coverage": 1.0})]) is None
+    # a class ordered by an attribute under no constraint: a bare class list when the question names an entity
+    # the graph leaves out, kept when it names none ("who is the tallest person?")
+    tallest = Graph("class", focus_class=EX + "Person", features={"coverage": 0.5}, order=((Step(EX + "height"),), True),
+                    limit=1)
+    assert weak([tallest], names_entity=True) == "bare class"
+    assert weak([tallest]) is None
+    named = Graph("class", focus_class=EX + "Person", conds=[Cond((Step(EX + "employer"),), "exists")],
+                  features={"coverage": 0.5}, order=((Step(EX + "height"),), True))
+    assert weak([named], names_entity=True) is None
 
 
 def test_the_default_bank_holds_every_wikidata_development_set() -> None:

@@ -5,7 +5,7 @@ One stage per sub-package, run in this order by `translator.py` (`ExploreTransla
 - `link/`: the question's cue words, and the classes, predicates, values and entities it names (`Anchors`);
 - `propose/`: candidate query graphs (`query.py`'s `Graph`) around the anchors, every shape the schema allows;
 - `features/`: each candidate's features (similarity, lexical overlap, the case bank's opinions, structure,
-  the question's words, the structure prior);
+  the question's words, the structure prior; after the execution check, how the candidates' answers agree);
 - `rank/`: the fitted ranker (plain-JSON trees, or linear weights) scores them; the best are checked by
   execution and scored again; a model may choose among the top (`chooser.py`);
 - `fallback/`: when the store lacks the facts, the nearest solved case's structure re-grounded instead;

@@ -185,7 +185,7 @@ class ExploreTranslator(Translator):
         nearest to this one; None: keep it."""
         if self.ctx.settings.fallback not in ("auto", "fitted"):
             return None
-        gave_way = weak(ranked, self.ctx.settings.weak_score)
+        gave_way = weak(ranked, self.ctx.settings.weak_score, names_entity=bool(a.entities))
         if gave_way:
             return gave_way
         spans = [a.entities[0].span] if a.entities else []

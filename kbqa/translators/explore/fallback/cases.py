@@ -65,14 +65,17 @@ class _Stretch:
     used: bool = False
 
 
-def weak(ranked: list[Graph], threshold: float | None = WEAK_SCORE) -> str | None:
+def weak(ranked: list[Graph], threshold: float | None = WEAK_SCORE, names_entity: bool = False) -> str | None:
     """Why the search result should give way to the fallback, or None to keep it: no candidate; a best candidate
-    that only lists a class while the question links more ("who is the employer of Ada" -> every person); or
-    one scoring below `threshold` (ranker units, when set)."""
+    that only lists a class while the question links more ("who is the employer of Ada" -> every person), or —
+    when the question names an entity (`names_entity`) — that counts, orders or aggregates a class under no
+    constraint at all ("who is the employer of Ada" -> the person with the lowest height); or one scoring below
+    `threshold` (ranker units, when set)."""
     if not ranked:
         return "no candidate"
     best = ranked[0]
-    if not best.conds and not best.aggs and best.order is None and best.features.get("coverage", 0.0) < 1.0:
+    if not best.conds and best.features.get("coverage", 0.0) < 1.0 and \
+            (names_entity or (not best.aggs and best.order is None)):
         return "bare class"
     if threshold is not None and best.score < threshold:
         return "weak"

@@ -1,5 +1,6 @@
 """The rank stage: score the proposed candidates, check them by execution in that order (within the time left,
-dropping those without answers unless ASK or COUNT), and score the survivors again with what execution found."""
+dropping those without answers unless ASK or COUNT), and score the survivors again with what execution found
+(their row counts, and how their answers agree: features/answers.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.features.answers import add_answer_features
 from kbqa.translators.explore.lower.text import write
 from kbqa.translators.explore.query import Graph
 from kbqa.translators.explore.rank.rankers import AnyRanker
@@ -46,6 +48,7 @@ def rank_by_execution(ctx: ExploreContext, ranker: AnyRanker, pool: list[Graph],
         if res.kind != "ask" and _all_empty(res.rows) and not (g.aggs and g.aggs[0][0] == "COUNT" and not g.group):
             continue
         checked.append(g)
+    add_answer_features(checked)  # listwise: how the candidates' answers agree, known only now
     for g, score in zip(checked, ranker.score_all(checked), strict=True):
         g.score = score  # with what the execution check found
     checked.sort(key=lambda g: -g.score)

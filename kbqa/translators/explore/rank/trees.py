@@ -55,17 +55,6 @@ class Tree:
         return {"split": self.split.tolist(), "threshold": self.threshold.tolist(), "left": self.left.tolist(),
                 "right": self.right.tolist(), "value": self.value.tolist()}
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        node = np.zeros(len(x), dtype=np.int64)
-        rows = np.arange(len(x))
-        while True:
-            feat = self.split[node]
-            inner = feat >= 0
-            if not inner.any():
-                return self.value[node]
-            go_left = x[rows, np.where(inner, feat, 0)] <= self.threshold[node]
-            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
-
     def path_contributions(self, x: np.ndarray, out: np.ndarray) -> None:
         node = 0
         while self.split[node] >= 0:
@@ -87,6 +76,23 @@ class TreeRanker:
 
     def __post_init__(self) -> None:
         self._index = {n: i for i, n in enumerate(self.names)}
+        self._pack()
+
+    def _pack(self) -> None:
+        """All trees' nodes in one set of arrays (children shifted to absolute indices), so scoring walks every tree
+        for every candidate at once: one numpy step per tree level instead of one per level of each tree."""
+        sizes = [len(t.split) for t in self.trees]
+        offsets = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+        self._roots = offsets
+        if not self.trees:
+            return
+        self._split = np.concatenate([t.split for t in self.trees])
+        self._threshold = np.concatenate([t.threshold for t in self.trees])
+        self._value = np.concatenate([t.value for t in self.trees])
+        self._left = np.concatenate([np.where(t.split >= 0, t.left + o, -1) for t, o in zip(self.trees, offsets,
+                                                                                             strict=True)])
+        self._right = np.concatenate([np.where(t.split >= 0, t.right + o, -1) for t, o in zip(self.trees, offsets,
+                                                                                               strict=True)])
 
     def features(self, g: Graph) -> dict[str, float]:
         return graph_features(g)
@@ -103,10 +109,18 @@ class TreeRanker:
     def score_dicts(self, feats: list[dict[str, float]]) -> np.ndarray:
         """Scores of candidates given as named feature dicts (features the trees do not use are ignored)."""
         x = self.matrix(feats)
-        total = np.full(len(feats), self.base)
-        for t in self.trees:
-            total += t.predict(x)
-        return total
+        if not self.trees or not feats:
+            return np.full(len(feats), self.base)
+        node = np.repeat(self._roots[:, None], len(feats), axis=1)  # (trees, candidates)
+        rows = np.arange(len(feats))[None, :]
+        while True:
+            feat = self._split[node]
+            inner = feat >= 0
+            if not inner.any():
+                break
+            go_left = x[rows, np.where(inner, feat, 0)] <= self._threshold[node]
+            node = np.where(inner, np.where(go_left, self._left[node], self._right[node]), node)
+        return self.base + self._value[node].sum(axis=0)
 
     def score_all(self, graphs: list[Graph]) -> list[float]:
         return self.score_dicts([self.features(g) for g in graphs]).tolist() if graphs else []
