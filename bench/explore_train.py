@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.explore import structure
 from kbqa.training.ranker_data import collect, read_candidates
-from kbqa.training.ranker_fit import kfold_by_kg, top1
+from kbqa.training.ranker_fit import DEFAULT_ROUNDS, kfold_by_kg, top1
 from kbqa.training.train_kgs import list_kgs
 from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, Ranker
 
@@ -47,7 +47,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=None, help="folder for candidates.jsonl and summary.json")
     p.add_argument("--work", type=Path, default=Path(".kbqa") / "train-kgs", help="the train KGs' stores")
     p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--rounds", type=int, default=300)
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"boosting rounds (default {DEFAULT_ROUNDS})")
     args = p.parse_args()
     if args.candidates is None and args.train_kgs is None:
         p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
