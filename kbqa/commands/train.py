@@ -59,8 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--folds", type=integer(0, 100, "a number of folds"), default=0, metavar="K",
                    help="--ranker: also report K-fold accuracy by KG (fit on the other folds' KGs) before fitting "
                         "on all (0: no report)")
-    p.add_argument("--rounds", type=integer(1, 100_000, "a number of boosting rounds"), default=500,
-                   help="--ranker: boosting rounds of the tree ranker (default 500, chosen by 5-fold by KG)")
+    p.add_argument("--rounds", type=integer(1, 100_000, "a number of boosting rounds"), default=None,
+                   help="--ranker: boosting rounds of the tree ranker (default: the fit's own, 500, chosen by 5-fold "
+                        "by KG)")
     add_store_flag(p)
     p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
                    help="JSONL of {question, target} instead of the store's case bank")
@@ -119,12 +120,13 @@ def _run_ranker(args: argparse.Namespace) -> int:
     """Candidates for train questions (train KGs and/or BENCHMARK@STORE sets), then LightGBM trees as JSON."""
     from kb_dumps.layout import StoreLayout
     from kbqa.training.ranker_data import collect, collect_sets, read_candidates
-    from kbqa.training.ranker_fit import fit, kfold_by_kg, top1
+    from kbqa.training.ranker_fit import DEFAULT_ROUNDS, fit, kfold_by_kg, top1
 
     if not (args.sets or args.train_kgs or args.candidates):
         raise KBQAError("--ranker needs train questions with gold answers: --train-kgs DIR, --set BENCHMARK@STORE "
                         "(repeatable) or --candidates FILE", stage="usage")
     progress = args.format != "json"
+    args.rounds = args.rounds or DEFAULT_ROUNDS  # one default, kept beside the fit (ranker_fit.py)
     files = list(args.candidates)
     if args.train_kgs:
         files.append(collect(args.train_kgs, args.work, args.work / "candidates.jsonl", limit=args.per_kg,

@@ -24,8 +24,8 @@ AnswerKey = tuple[object, ...]
 
 
 def answer_key(res: QueryResult | None) -> AnswerKey | None:
-    """The answers as a comparable value: ASK's boolean, else the set of rows' cell values (order and column names
-    left out, so the same items under another projection agree)."""
+    """The answers as a comparable value: ASK's boolean, else the set of rows' cell values (row order and variable
+    names left out; the same items under another projection agree through `column_keys` instead)."""
     if res is None:
         return None
     if res.kind == "ask":
@@ -67,7 +67,7 @@ def _echo(g: Graph) -> float:
 
 
 def add_answer_features(checked: list[Graph]) -> None:
-    """Set the x_ans_* features on each checked candidate (in place)."""
+    """Set the x_ans_* and x_col_share features on each checked candidate (in place)."""
     keys = [answer_key(g.result) for g in checked]
     counts: dict[AnswerKey, int] = {}
     for k in keys:
