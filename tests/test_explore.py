@@ -230,10 +230,11 @@ def clinic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_abbreviated_predicate_names(clinic: Path) -> None:
-    from kbqa.translators.explore.link.words import _name_score, link_schema
+    from kbqa.translators.explore.link.name_match import name_score
+    from kbqa.translators.explore.link.words import link_schema
 
-    assert _name_score(["temperature"], ["temp"]) >= 0.8  # the name is a prefix of the word
-    assert _name_score(["average"], ["age"]) < 0.8  # not a prefix: no abbreviation
+    assert name_score(["temperature"], ["temp"]) >= 0.8  # the name is a prefix of the word
+    assert name_score(["average"], ["age"]) < 0.8  # not a prefix: no abbreviation
     tr = ExploreTranslator(clinic)
     try:
         linked = lambda q: {lk.iri for lk in link_schema(q, tr.schema) if lk.kind == "predicate"}  # noqa: E731

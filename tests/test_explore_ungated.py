@@ -1,5 +1,5 @@
 """Shapes proposed whatever cue words a question uses (explore/propose/ungated.py), and predicate names found when the
-question writes them with another ending or with the words joined (explore/link/words.py `_name_score`). Questions,
+question writes them with another ending or with the words joined (explore/link/name_match.py `name_score`). Questions,
 paraphrases and negatives written for these tests over the zoo fixture and a tiny library KG made here."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 
 from kb_dumps.ingest import ingest
 from kbqa.translators.explore import ExploreTranslator
-from kbqa.translators.explore.link.words import _name_score, _same_root, link_schema
+from kbqa.translators.explore.link.name_match import name_score, same_root
+from kbqa.translators.explore.link.words import link_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "fixtures" / "explore" / "zoo.ttl"
@@ -75,10 +76,10 @@ def test_a_cue_reading_keeps_its_features_over_the_ungated_copy(zoo: ExploreTran
 
 
 def test_same_root_and_joined_names() -> None:
-    assert _same_root("director", "directed") and _same_root("location", "located")
-    assert not _same_root("dire", "direct") and not _same_root("planet", "plane")
-    assert _name_score(["shelf", "code"], ["shelfcode"]) == 0.95
-    assert _name_score(["writer"], ["written"]) < 0.8  # "writ" is too short a common start
+    assert same_root("director", "directed") and same_root("location", "located")
+    assert not same_root("dire", "direct") and not same_root("planet", "plane")
+    assert name_score(["shelf", "code"], ["shelfcode"]) == 0.95
+    assert name_score(["writer"], ["written"]) < 0.8  # "writ" is too short a common start
 
 
 def test_predicate_names_written_another_way_are_linked(library: ExploreTranslator) -> None:

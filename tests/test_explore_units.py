@@ -1,4 +1,5 @@
-"""A number next to a predicate's name ("4 legs", "weight of 150") links to that predicate first."""
+"""A number next to a predicate's name ("4 legs", "weight of 150") links to that predicate first; numbers are read with
+thousands written apart ("15,000")."""
 
 from __future__ import annotations
 
@@ -87,3 +88,15 @@ def test_a_value_right_after_a_class_word_belongs_to_that_class(q: str, owned: b
         assert born.score > 0.7 > hired.score
     else:
         assert born.score == hired.score == 0.7
+
+
+@pytest.mark.parametrize(("q", "numbers", "between"), [
+    ("Which towns have between 20,000 and 1,500,000 inhabitants?", [20000.0, 1500000.0], (20000.0, 1500000.0)),
+    ("List the towns whose population is over 20000.", [20000.0], None),
+    ("Show the rows with ids 3,4,5 only.", [3.0, 4.0, 5.0], None),  # a list, not one number
+])
+def test_numbers_with_thousands_written_apart(q: str, numbers: list[float], between: tuple | None) -> None:
+    from kbqa.translators.explore.link.words import read_cues
+
+    cues = read_cues(q)
+    assert [n[0] for n in cues.numbers] == numbers and cues.between == between

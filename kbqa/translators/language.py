@@ -149,7 +149,8 @@ class LanguageProfile:
     @cached_property
     def between_re(self) -> re.Pattern[str]:
         b, a = (re.escape(w) for w in self.between_words)
-        return re.compile(rf"\b{b} (-?\d+(?:\.\d+)?) {a} (-?\d+(?:\.\d+)?)")
+        num = r"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"  # "15,000" as well as "15000"
+        return re.compile(rf"\b{b} {num} {a} {num}")
 
     @cached_property
     def comparative_re(self) -> re.Pattern[str]:

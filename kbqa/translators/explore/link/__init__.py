@@ -1,6 +1,7 @@
 """The link stage: what a question names that the store knows (`anchors.link_question` -> `Anchors`).
 
 - `words.py`: cue words (`read_cues`), class and predicate words (`link_schema`), quoted and bare values;
+- `name_match.py`: how well a span names a class or predicate (same words or root, joined, shortened, initials);
 - `entities.py`: entity mentions through the store's lexical index, qualified by a class word after them;
 - `names.py`: names written differently from a label (no apostrophe, a short form): weak links;
 - `groups.py`: super-properties a question names (a property group);

@@ -7,16 +7,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rapidfuzz import fuzz
-
 from grounding.schema import SchemaMemory
 from grounding.text import normalize
 from kb_dumps.json_types import JsonObject
+from kbqa.translators.explore.link.name_match import abbrev_score, abbreviates, acronym_score, name_score
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
 # a number ends a sentence too ("more than 300."); it is no number when part of a longer token ("1.2.3", "v2")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
+# a number, with thousands written apart by commas ("15,000") or not
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|\.\d)")
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
 
 
@@ -84,7 +84,7 @@ def read_cues(question: str, lang: LanguageProfile = ENGLISH) -> Cues:
         qn = qn.replace(bound, " ")
     c.negation = any(n in qn for n in lang.negations)
     for m in _NUMBER.finditer(question):
-        c.numbers.append((float(m.group(0)), m.start(), m.end()))
+        c.numbers.append((float(m.group(0).replace(",", "")), m.start(), m.end()))
     for m in lang.number_word_re.finditer(question.lower()):
         c.numbers.append((float(lang.number_words[m.group(1)]), m.start(), m.end()))
     c.numbers.sort(key=lambda n: n[1])
@@ -102,7 +102,7 @@ def read_cues(question: str, lang: LanguageProfile = ENGLISH) -> Cues:
     c.comparisons.sort(key=lambda cmp: cmp[2])
     m = lang.between_re.search(ql)
     if m:
-        c.between = (float(m.group(1)), float(m.group(2)))
+        c.between = (float(m.group(1).replace(",", "")), float(m.group(2).replace(",", "")))
     for m in lang.comparative_re.finditer(ql):
         word = m.group(1)
         c.comparatives.append(("<" if lang.is_lesser_comparative(word) else ">", word, m.start()))
@@ -156,53 +156,12 @@ def ngrams(question: str, n_max: int = 6) -> list[tuple[int, int, str]]:
     return out
 
 
-def _name_score(span_stems: list[str], name_stems: list[str]) -> float:
-    """How well a span names a class or predicate: exact stem match 1.0; a one-word span that ends or starts a
-    one-word compound name ("type" / *pettype*, "id" / *stuid*) 0.85; else a fuzzy ratio."""
-    if not span_stems or not name_stems:
-        return 0.0
-    a, b = " ".join(span_stems), " ".join(name_stems)
-    if a == b:
-        return 1.0
-    if len(span_stems) == 1 and len(name_stems) == 1 and len(a) >= 2 and len(b) > len(a) + 2 and \
-            (b.endswith(a) or (b.startswith(a) and len(a) >= 4)):
-        return 0.85
-    if len(span_stems) == 1 and len(name_stems) == 1 and 3 <= len(b) < len(a) - 1 and a.startswith(b):
-        return 0.82  # a name that is a prefix of the word: *temp* for "temperature"
-    if len(span_stems) != len(name_stems) and "".join(span_stems) == "".join(name_stems):
-        return 0.95  # the same words written apart or together: "zip code" / *zipcode*
-    if len(span_stems) == len(name_stems) and all(_same_root(x, y) for x, y in zip(span_stems, name_stems,
-                                                                                    strict=True)):
-        return 0.83  # words of one root: "director" / *directed*, "located" / *location*
-    return fuzz.ratio(a, b) / 100.0
-
-
-def _same_root(x: str, y: str) -> bool:
-    """Two words of one root with different endings: a common start of five letters or more, most of the shorter
-    word, and neither word all of it ("planet" is no ending of "plane")."""
-    if x == y:
-        return True
-    n = 0
-    for cx, cy in zip(x, y, strict=False):
-        if cx != cy:
-            break
-        n += 1
-    return 5 <= n < min(len(x), len(y)) and n >= 0.6 * min(len(x), len(y))
-
-
-def _acronym_score(span_stems: list[str], core: list[str], lang: LanguageProfile = ENGLISH) -> float:
-    """A span whose initials are a word of the name: "body mass index" names *has BMI*."""
-    if not 2 <= len(span_stems) <= 4 or any(w in lang.function_words for w in span_stems):
-        return 0.0
-    initials = "".join(w[0] for w in span_stems)
-    return 0.9 if initials in core else 0.0
-
-
 def without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: LanguageProfile) -> list[str]:
-    """A predicate's name words less those of the classes it belongs to; [] when that leaves nothing or all."""
+    """A predicate's name words less those of the classes it belongs to (written out or shortened: *emp fname* of
+    *employee* is "fname"); [] when that leaves nothing or all."""
     info = schema.predicates.get(pred)
     words = {w for d in (info.domains if info else {}) for w in lang.stems(schema.class_label(d))}
-    rest = [w for w in core if w not in words]
+    rest = [w for w in core if w not in words and not any(abbreviates(w, c) for c in words)]
     return rest if rest and len(rest) < len(core) else []
 
 
@@ -222,8 +181,8 @@ def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lan
             own = without_domain(core, iri, schema, lang) if kind == "predicate" else []
             best: Link | None = None
             for s, e, t, st in grams:
-                sc = max(_name_score(st, name), _name_score(st, core) * 0.97, _acronym_score(st, core, lang),
-                         _name_score(st, own) * 0.9 if own else 0.0)
+                sc = max(name_score(st, name), name_score(st, core) * 0.97, acronym_score(st, core, lang),
+                         name_score(st, own) * 0.9 if own else 0.0, abbrev_score(st, own or core, lang.function_words))
                 if sc < 0.9 and len(core) >= 2 and st[0] not in lang.function_words and \
                         st[-1] not in lang.function_words and \
                         sorted(w for w in st if w not in lang.function_words) == sorted(core):

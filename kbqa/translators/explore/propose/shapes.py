@@ -47,6 +47,16 @@ def _number_term(s: Probe, path: Path, value: float) -> Term:
     return Term("literal", text, label=text)  # a year kept as a string: compare as the store writes it
 
 
+def _unit_first(a: Anchors, ranked: list[Attr], value: float, pos: int) -> list[Attr]:
+    """The attribute named right after the compared number is its unit ("at least 20 floors"): first, whatever
+    attribute stands nearer the comparison word."""
+    num = next((n for n in a.cues.numbers if n[1] >= pos and n[0] == value), None)
+    if num is None:
+        return ranked
+    unit = [x for x in ranked if 0 <= x[1].span[0] - num[2] <= 3]
+    return unit[:1] + [x for x in ranked if x not in unit[:1]]
+
+
 def comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> list[tuple[list[Cond], list[Attr], float]]:
     """Readings of "more than 20", "before 2016", "between 3 and 7": (conditions, attributes they use, score)."""
     cues = a.cues
@@ -84,6 +94,7 @@ def comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> list[tup
                 continue  # "more than 2 animals": a count of related items (HAVING), not an attribute
             temporal = a.question.lower()[pos:].startswith(a.lang.temporal_cues)
             ranked = _near(temporal_attrs, pos) if temporal and temporal_attrs else _near(numeric_attrs, pos)
+            ranked = _unit_first(a, ranked, value, pos)
             x = ranked[min(choice, len(ranked) - 1)]
             conds.append(Cond(x[0], op, _number_term(s, x[0], value), text=f"{op} {value:g}", span=(pos, pos + 1)))
             used.append(x)
@@ -171,6 +182,9 @@ def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tupl
                         for g in others[:2]:
                             yield Shape([g[0]], aggs=aggs, group=True, conds=cc, spans=sp + [g[1].span],
                                          features={**f0, "cue_ok": 2.0})
+                for aggs in multi_target_aggs(cues.aggregates, numeric[:2]):  # "the average latitude and longitude"
+                    sp = used_spans + [t[1].span for t in numeric[:2]]
+                    yield Shape([()], aggs=aggs, conds=cc, spans=sp, features={**f0, "cue_ok": 1.0})
             if cues.superlative and not cues.count:
                 yield from _superlative_shapes(s, a, focus, free, related, cc, used_spans, f0)
             if cues.order and free:
@@ -190,6 +204,19 @@ def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tupl
             miss = sum(bool(x) for x in (cues.count, cues.aggregates, cues.superlative, cues.ask, cues.order))
             yield Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
                          features={**f0, "cue_miss": float(miss)})
+
+
+def multi_target_aggs(fns: list[str], targets: list[Attr]) -> list[list[tuple[str, Path | None]]]:
+    """Aggregates over two numeric attributes at once: one aggregate word over both ("the average height and
+    weight"), or two words each over the attribute in the same place ("the highest price and the average
+    rating", in order of mention). None with fewer than two attributes."""
+    if len(targets) < 2 or not fns:
+        return []
+    ordered = sorted(targets, key=lambda t: t[1].span[0])
+    out = [[(fn, t[0]) for t in ordered] for fn in fns[:2]]
+    if len(fns) >= 2:
+        out.append([(fn, t[0]) for fn, t in zip(fns[:2], ordered, strict=False)])
+    return out
 
 
 def _superlative_shapes(s: Probe, a: Anchors, focus: str, free: list[Attr],

@@ -3,10 +3,10 @@
 `propose/shapes.py` reads the question's cue words into shapes (a count word gives a COUNT, "each" a GROUP BY);
 a phrasing its word lists lack would never be proposed. This module proposes, beside them, every shape the
 linked attributes and related classes allow — the plain projection (and DISTINCT), COUNT, ASK, AVG / MIN / MAX
-/ SUM of each numeric attribute (alone and per value of another attribute), ORDER BY an attribute LIMIT 1 both
-ways, COUNT per attribute value (and its most / least common value), related items counted per focus item (and
-the focus item with the most / fewest), HAVING a count against a number of the question, and NOT EXISTS of a
-related class. Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words
+/ SUM of each numeric attribute (alone and per value of another attribute; several of one attribute and one of
+two attributes in one query, feature `multi_agg`), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute
+value (and its most / least common value), related items counted per focus item (and the focus item with the most
+/ fewest), HAVING a count against a number of the question, and NOT EXISTS of a related class. Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words
 (features/structure.py), so which shape a question asks for is learned from the train KGs, not typed here. A
 shape the cue reading also gave is kept once, with the cue reading's features (the search dedupes by key).
 Group-by shapes also project their aggregate: a table with the count beside each value answers the question
@@ -26,6 +26,8 @@ from kbqa.translators.explore.propose.shapes import Attr, comparisons, is_numeri
 from kbqa.translators.explore.query import Cond, Path, Step, Term
 
 AGGREGATES = ("AVG", "MIN", "MAX", "SUM")
+# aggregates asked of one attribute together: the range, and the mean with it
+SEVERAL_AGGREGATES = (("MIN", "MAX"), ("AVG", "MIN", "MAX"))
 MAX_NUMERIC = 2  # numeric attributes aggregated or ordered by
 MAX_GROUP_KEYS = 2  # attributes grouped by
 HAVING_OPS = (">", ">=", "<", "<=")
@@ -128,6 +130,17 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
                 yield shape([key[0]], aggs=[(fn, x[0])], group=True)
         for desc in (True, False):
             yield shape([()] + shown, order=(x[0], desc), limit=1)
+        # several aggregates of one attribute ("the oldest and the youngest age", "the mean, lowest and highest")
+        for fns in SEVERAL_AGGREGATES:
+            yield shape([()], aggs=[(fn, x[0]) for fn in fns], features={"multi_agg": 1.0})
+        if others:
+            yield shape([others[0][0]], aggs=[(fn, x[0]) for fn in SEVERAL_AGGREGATES[0]], group=True,
+                        features={"multi_agg": 1.0})
+    if len(numeric) >= 2:  # one aggregate of two attributes ("the total deaths and damage"), or the extremes
+        pairs = [(fn, fn) for fn in AGGREGATES] + [("MIN", "MAX"), ("MAX", "MIN")]
+        for fns in pairs:
+            yield shape([()], aggs=[(fn, x[0]) for fn, x in zip(fns, numeric, strict=True)],
+                        features={"multi_agg": 1.0})
     # a date or a text orders too (a text by its characters, as the store compares it: "56" < "9")
     for x in [x for x in attrs if not is_numeric(s, x[0])][:MAX_NUMERIC]:
         shown = [p for p, _ in attrs if p != x[0]]
