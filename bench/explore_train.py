@@ -6,8 +6,9 @@ scored k-fold by KG, beside the hand-set linear weights and the oracle over the 
 
 Figures, on questions whose gold answer is non-empty and non-trivial (not a lone 0 or unbound row):
 accuracy (the top candidate's answers equal the gold), answer F1 of the top candidate, the oracle over the first
-K candidates in execution order and over all, mean candidates per question, seconds per question (search), and
-the share of questions per gold structure with a right candidate.
+K candidates in execution order and over all, mean candidates per question, seconds per question (search), the
+share of questions per gold structure with a right candidate, and, where a right candidate was there but the
+k-fold pick is wrong, in which parts of the structure the pick differs from it (`ranker_misses`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,41 @@ def per_structure(rows: list[dict], pairs: dict[str, dict]) -> dict[str, dict[st
         tot[s] += 1
         ok[s] += any(c["f1"] >= 0.999 for c in r["candidates"])
     return {s: {"n": n, "oracle": round(ok[s] / n, 3)} for s, n in tot.most_common()}
+
+
+# what a candidate's structure is, in parts: where the fitted pick and a right candidate differ (`ranker_misses`)
+STRUCTURE_PARTS = {
+    "aggregate": lambda f: tuple(sorted(k for k in ("s_ask", "s_count", "s_count_distinct", "s_avg", "s_min", "s_max",
+                                                    "s_sum") if f.get(k))),
+    "group": lambda f: f.get("s_group", 0.0),
+    "order": lambda f: (f.get("s_order", 0.0), f.get("s_order_desc", 0.0), f.get("s_limit", 0.0)),
+    "answer_columns": lambda f: f.get("s_n_answer", 0.0),
+    "conditions": lambda f: f.get("s_n_conds", 0.0),
+    "negation": lambda f: f.get("s_neg", 0.0),
+    "operators": lambda f: tuple(sorted(k for k in f if k.startswith("s_op_") and f[k])),
+    "focus_class": lambda f: f.get("s_focus_class", 0.0),
+    "joins": lambda f: f.get("joins", 0.0),
+    "distinct": lambda f: f.get("s_distinct", 0.0),
+}
+
+
+def ranker_misses(rows: list[dict], picks: list[int]) -> dict[str, object]:
+    """Questions with a right candidate whose fitted pick is wrong, and in which parts of the structure the pick
+    differs from the first right candidate (a question counts once per part; `same_structure`: in none of them, so
+    the pick differs only in which class, predicate or value it uses)."""
+    parts: Counter[str] = Counter()
+    n = same = 0
+    for r, pick in zip(rows, picks, strict=True):
+        cands = r["candidates"]
+        right = next((c for c in cands if c["f1"] >= 0.999), None)
+        if right is None or pick < 0 or cands[pick]["f1"] >= 0.999:
+            continue
+        n += 1
+        differ = [name for name, part in STRUCTURE_PARTS.items()
+                  if part(cands[pick]["features"]) != part(right["features"])]
+        parts.update(differ)
+        same += not differ
+    return {"n": n, "same_structure": same, "differs_in": dict(parts.most_common())}
 
 
 def main() -> int:
@@ -76,7 +112,7 @@ def main() -> int:
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
     summary["fitted_kfold"].pop("per_fold", None)
-    summary["fitted_kfold"].pop("picks", None)
+    summary["ranker_misses"] = ranker_misses(rows, summary["fitted_kfold"].pop("picks"))
     json.dump(summary, sys.stdout, indent=2)
     print()
     if args.out:
