@@ -65,14 +65,19 @@ def number_units(question: str, values: list[Link], predicates: list[Link], lang
         if v.value is not None and v.op == "=" and question[v.span[0]:v.span[1]].strip(" .,;:?!").isdigit():
             by_span.setdefault(v.span, []).append(v)
     for (start, end), links in by_span.items():
-        after = question[end:end + 1] == " "
         named = {p.iri: p.score for p in predicates
-                 if (after and p.span[0] == end + 1) or
+                 if names_unit(question, end, p.span) or
                  (p.span[1] <= start and _gap_is(question[p.span[1]:start], lang.unit_gaps))}
         if not any(v.iri in named for v in links):
             continue
         for v in links:
             v.score = max(v.score, named[v.iri]) if v.iri in named else v.score * 0.5
+
+
+def names_unit(question: str, number_end: int, span: tuple[int, int]) -> bool:
+    """Whether `span` is the word right after a number ending at `number_end` ("4 legs", "at least 20 floors"):
+    the number's unit, which names what it measures."""
+    return question[number_end:number_end + 1] == " " and span[0] == number_end + 1
 
 
 def value_owners(question: str, values: list[Link], classes: list[Link], schema: SchemaMemory,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from kbqa.translators.explore.link.anchors import Anchors
+from kbqa.translators.explore.link.anchors import Anchors, names_unit
 from kbqa.translators.explore.link.words import Link, cue_spans
 from kbqa.translators.explore.propose.base import Probe, Shape
 from kbqa.translators.explore.query import Cond, Path, Step, Term
@@ -47,13 +47,18 @@ def _number_term(s: Probe, path: Path, value: float) -> Term:
     return Term("literal", text, label=text)  # a year kept as a string: compare as the store writes it
 
 
+def _compared_number(a: Anchors, value: float, pos: int) -> tuple[float, int, int] | None:
+    """The number a comparison word at `pos` compares with: its first mention after the word (value, start, end)."""
+    return next((n for n in a.cues.numbers if n[1] >= pos and n[0] == value), None)
+
+
 def _unit_first(a: Anchors, ranked: list[Attr], value: float, pos: int) -> list[Attr]:
     """The attribute named right after the compared number is its unit ("at least 20 floors"): first, whatever
     attribute stands nearer the comparison word."""
-    num = next((n for n in a.cues.numbers if n[1] >= pos and n[0] == value), None)
+    num = _compared_number(a, value, pos)
     if num is None:
         return ranked
-    unit = [x for x in ranked if 0 <= x[1].span[0] - num[2] <= 3]
+    unit = [x for x in ranked if names_unit(a.question, num[2], x[1].span)]
     return unit[:1] + [x for x in ranked if x not in unit[:1]]
 
 
@@ -124,11 +129,8 @@ def _year_like(s: Probe, focus: str, attrs: list[Attr]) -> list[Attr]:
 
 def _number_names_class(a: Anchors, value: float, pos: int) -> bool:
     """Whether the number after the cue at `pos` counts items of a class the question names ("2 animals")."""
-    nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
-    if not nums:
-        return False
-    end = nums[0][2]
-    return any(0 <= lk.span[0] - end <= 12 for lk in a.classes)
+    num = _compared_number(a, value, pos)
+    return num is not None and any(0 <= lk.span[0] - num[2] <= 12 for lk in a.classes)
 
 
 def _having(s: Probe, a: Anchors, focus: str, related: list[tuple[Path, Link, tuple[int, int]]]
@@ -136,11 +138,11 @@ def _having(s: Probe, a: Anchors, focus: str, related: list[tuple[Path, Link, tu
     """"keepers with more than 2 animals": (op, number, path to the counted class, its span) per reading."""
     out = []
     for op, value, pos in a.cues.comparisons:
-        nums = [n for n in a.cues.numbers if n[1] >= pos and n[0] == value]
-        if not nums:
+        num = _compared_number(a, value, pos)
+        if num is None:
             continue
         for path, lk, span in related:
-            if 0 <= lk.span[0] - nums[0][2] <= 12:
+            if 0 <= lk.span[0] - num[2] <= 12:
                 out.append((op, value, path, span))
     return out
 
