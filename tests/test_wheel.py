@@ -61,8 +61,10 @@ def build_wheel(out: Path) -> Path:
 
 
 def ask(site: Path, store: Path, home: Path, cwd: Path) -> dict[str, Any]:
+    # a budget no search reaches: on a busy machine one run could stop its search early and check fewer candidates
+    # than the other, and the two must differ only by where the package comes from
     env = {**os.environ, "PYTHONPATH": str(site), "KBQA_HOME": str(home), "HF_HUB_OFFLINE": "1",
-           "PYTHONNOUSERSITE": "1"}
+           "PYTHONNOUSERSITE": "1", "KBQA_EXPLORE_BUDGET_S": "60"}
     proc = subprocess.run([sys.executable, "-c", RUN, str(site), "ask", QUESTION, "--store", str(store),
                            "--translator", "explore", "--format", "json"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
