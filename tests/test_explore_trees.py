@@ -125,6 +125,9 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     assert isinstance(ranker, TreeRanker) and len(ranker.trees) == 40
     assert "train-kgs" in ranker.meta["command"] and ranker.meta["fitted_on"]["kgs"] == 4
     rows = read_candidates(work / "candidates.jsonl")
+    # every candidate carries its shape, so the structure prior enters the trees set out of fold by KG
+    assert all(c["shape"] for r in rows for c in r["candidates"])
+    assert ranker.meta["struct_prior"].startswith("out of fold") and report["kfold"]["struct_prior"] == "out of fold"
     assert len(rows) == 24 and top1(ranker, rows)["accuracy"] <= top1(ranker, rows)["oracle"]
     # a rerun finds every question in the candidates file and generates nothing again
     before = (work / "candidates.jsonl").stat().st_size
@@ -151,5 +154,7 @@ def test_the_shipped_ranker_is_fitted_trees_that_say_what_they_were_fitted_on() 
     assert isinstance(ranker, TreeRanker) and ranker.source.endswith("explore/rank/ranker.json")
     assert ranker.meta["learner"].startswith("lightgbm") and "--train-kgs" in ranker.meta["command"]
     assert ranker.meta["fitted_on"]["kgs"] > 100 and len(ranker.trees) >= 100
-    # question words are learned features, and no feature is the structure prior (fitted on the same questions)
-    assert any(n.startswith("qw:") for n in ranker.names) and "struct_prior" not in ranker.names
+    # question words are learned features, and the structure prior is one, read out of fold by KG when fitted (the
+    # prior is fitted on the same questions)
+    assert any(n.startswith("qw:") for n in ranker.names) and "struct_prior" in ranker.names
+    assert ranker.meta["struct_prior"].startswith("out of fold") and "prior_columns" in ranker.names

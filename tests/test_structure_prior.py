@@ -12,6 +12,7 @@ import pytest
 from kb_dumps.ingest import ingest
 from kbqa.training.structure_prior import fit, prune
 from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore.features.parts import PARTS
 from kbqa.translators.explore.features.prior import (
     DEFAULT_PRIOR_PATH,
     StructurePrior,
@@ -78,9 +79,11 @@ def test_shipped_prior_json_round_trip(shipped: StructurePrior, tmp_path: Path) 
     shipped.save(path)
     again = StructurePrior.load(path)
     assert again.labels == shipped.labels and again.weights == shipped.weights and again.bias == shipped.bias
+    assert set(again.parts) == set(PARTS) and all(again.parts[n].weights == m.weights for n, m in shipped.parts.items())
     q = "Which country has the most singers?"
     assert again.predict(q) == shipped.predict(q)
-    assert DEFAULT_PRIOR_PATH.stat().st_size < 400_000  # small: pruned features, rounded weights
+    assert again.parts["agg"].predict(q) == shipped.parts["agg"].predict(q)
+    assert DEFAULT_PRIOR_PATH.stat().st_size < 800_000  # small: pruned features (3,000 a model), rounded weights
     with pytest.raises(ValueError, match="not a structure prior"):
         StructurePrior.from_dict({"format": "pickle", "labels": [], "bias": []})
     bad = json.loads(path.read_text())
@@ -160,3 +163,23 @@ def test_silent_on_yes_no_questions(shipped: StructurePrior) -> None:
     assert "struct_prior" not in g.features
     add_struct_prior("How many dragons are there?", [g], shipped)
     assert g.features["struct_prior"] > 0.5
+
+
+def test_parts_features_on_candidates(shipped: StructurePrior) -> None:
+    """Each part's feature is P(the candidate's own label of it): two columns asked for, two columns favoured; a
+    count asked for, the COUNT favoured over the average; the sort direction a superlative word implies."""
+    one = Graph("class", focus_class="c", answer=[(W,)])
+    two = Graph("class", focus_class="c", answer=[(W,), ("age",)])
+    add_struct_prior("List the titles and the release years of all films.", [one, two], shipped)
+    assert two.features["prior_columns"] > one.features["prior_columns"]
+    count = Graph("class", focus_class="c", aggs=[("COUNT", None)])
+    mean = Graph("class", focus_class="c", aggs=[("AVG", (W,))])
+    add_struct_prior("How many films were released after 1990?", [count, mean], shipped)
+    assert count.features["prior_agg"] > 0.5 > mean.features["prior_agg"]
+    desc = Graph("class", focus_class="c", answer=[(W,)], order=((W,), True), limit=1)
+    asc = Graph("class", focus_class="c", answer=[(W,)], order=((W,), False), limit=1)
+    add_struct_prior("Which film has the longest running time?", [desc, asc], shipped)
+    assert desc.features["prior_order"] > asc.features["prior_order"]
+    for paraphrase in ("Give every film's title and year of release.",):
+        add_struct_prior(paraphrase, [one, two], shipped)
+        assert two.features["prior_columns"] > one.features["prior_columns"]

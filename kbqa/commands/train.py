@@ -62,6 +62,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--rounds", type=integer(1, 100_000, "a number of boosting rounds"), default=None,
                    help="--ranker: boosting rounds of the tree ranker (default: the fit's own, 500, chosen by 5-fold "
                         "by KG)")
+    p.add_argument("--prior-train", type=Path, default=None, metavar="FILE",
+                   help="--ranker: the structure prior's train pairs (Spider4SPARQL train.json[.gz]; default the "
+                        "bundled copy); the trees read the prior set out of fold by KG from them")
+    p.add_argument("--no-prior", action="store_true",
+                   help="--ranker: leave the structure prior out of the trees' features")
     add_store_flag(p)
     p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
                    help="JSONL of {question, target} instead of the store's case bank")
@@ -121,6 +126,8 @@ def _run_ranker(args: argparse.Namespace) -> int:
     from kb_dumps.layout import StoreLayout
     from kbqa.training.ranker_data import collect, collect_sets, read_candidates
     from kbqa.training.ranker_fit import DEFAULT_ROUNDS, fit, kfold_by_kg, top1
+    from kbqa.training.ranker_prior import train_examples
+    from kbqa.training.structure_prior import DEFAULT_TRAIN
 
     if not (args.sets or args.train_kgs or args.candidates):
         raise KBQAError("--ranker needs train questions with gold answers: --train-kgs DIR, --set BENCHMARK@STORE "
@@ -141,16 +148,18 @@ def _run_ranker(args: argparse.Namespace) -> int:
         files.append(collect_sets(specs, args.work / "candidates-sets.jsonl", limit=args.questions,
                                   budget_s=args.budget, progress=progress))
     rows = [r for f in dict.fromkeys(files) for r in read_candidates(f)]
+    prior_examples = None if args.no_prior else train_examples(args.prior_train or DEFAULT_TRAIN)
     report: dict[str, object] = {"questions": len(rows), "kgs": len({r["kg"] for r in rows}),
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:
-        report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds)
+        report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, prior_examples=prior_examples)
         report["kfold"].pop("picks")
     command = "kbqa train --ranker " + " ".join(
         [f"--train-kgs {args.train_kgs} --per-kg {args.per_kg}"] * bool(args.train_kgs) +
         [f"--set {s}" for s in args.sets] + [f"--questions {args.questions}"] * bool(args.questions and args.sets) +
-        [f"--candidates {c}" for c in args.candidates] + [f"--budget {args.budget:g} --rounds {args.rounds}"])
-    ranker = fit(rows, rounds=args.rounds, meta={"command": command})
+        [f"--candidates {c}" for c in args.candidates] + [f"--budget {args.budget:g} --rounds {args.rounds}"] +
+        ["--no-prior"] * args.no_prior + [f"--prior-train {args.prior_train}"] * bool(args.prior_train))
+    ranker = fit(rows, rounds=args.rounds, meta={"command": command}, prior_examples=prior_examples)
     if args.out:
         out = args.out
     elif args.sets and not args.train_kgs:

@@ -3,11 +3,12 @@
 Generating candidates is the slow part (the search runs and each candidate is executed); fitting and k-fold
 choices then read this file in minutes. One line per question:
 
-    {"id", "kg", "text", "seconds", "candidates": [{"features": {...}, "f1": float, "family": str}, ...]}
+    {"id", "kg", "text", "seconds", "candidates": [{"features": {...}, "f1": float, "family": str, "shape": str}, ...]}
 
 A candidate's `features` are `graph_features` (explore/features/structure.py) without the question's own words, which
 `question_features(text)` gives again at fit time. `f1` is the answer F1 of the candidate's answers against the
-gold answers (1.0: the answers equal the gold). The file is appended question by question and a rerun skips the
+gold answers (1.0: the answers equal the gold); `shape` its structure-prior label (features/prior.py `graph_shape`),
+so that fitting can set the prior features out of fold. The file is appended question by question and a rerun skips the
 ids it already holds, so an interrupted run resumes.
 """
 
@@ -46,6 +47,7 @@ def result_json(res: QueryResult) -> JsonObject:
 def label_candidates(translator: ExploreTranslator, question: TrainQuestion) -> JsonObject:
     """Run the search on one question and score each checked candidate's answers against the gold."""
     from eval.answer_metrics import score_question
+    from kbqa.translators.explore.features.prior import graph_shape
     from kbqa.translators.explore.features.structure import graph_features
     from kbqa.translators.explore.lower.text import write
     from kbqa.translators.explore.rank.check import CHECK_ROW_CAP
@@ -64,7 +66,7 @@ def label_candidates(translator: ExploreTranslator, question: TrainQuestion) -> 
         except KBQAError:  # the store refuses or times out now: it answers nothing
             f1 = 0.0
         feats = {k: round(v, 5) for k, v in graph_features(g).items() if not k.startswith(QUESTION_KEYS)}
-        cands.append({"features": feats, "f1": round(float(f1), 4), "family": g.family})
+        cands.append({"features": feats, "f1": round(float(f1), 4), "family": g.family, "shape": graph_shape(g)})
     return {"id": question.id, "kg": question.kg, "text": question.question,
             "seconds": round(float(info.get("seconds", 0.0)), 4), "candidates": cands}
 

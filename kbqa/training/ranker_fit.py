@@ -7,13 +7,14 @@ question words is learned too: a word enters as a feature only when at least `mi
 use it. The model is converted to the plain-JSON trees of `kbqa/translators/explore/rank/trees.py`, so answering
 needs numpy only; LightGBM is needed for fitting (the `train` extra).
 
-`struct_prior` is left out: the structure prior is itself fitted on the Spider train questions, so on them it
-would read its own training labels (the trees learn question words × structure directly).
+`struct_prior` and `prior_<part>`, the structure prior's P(the candidate's shape / columns / DISTINCT / order /
+aggregate | the question), come from a prior itself fitted on the Spider train questions: given the prior's train
+pairs (`prior_examples`), each question's values are set out of fold by KG (ranker_prior.py) and the trees read
+them; without them they are left out (in-sample they would read their own labels).
 """
 
 from __future__ import annotations
 
-import random
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -24,10 +25,19 @@ import numpy as np
 from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.training.ranker_data import iter_groups
+from kbqa.training.ranker_prior import (
+    PriorExample,
+    fit_prior,
+    fold_of_kgs,
+    has_shapes,
+    out_of_fold,
+    with_prior,
+)
+from kbqa.translators.explore.features.parts import PARTS
 from kbqa.translators.explore.rank.rankers import AnyRanker
 from kbqa.translators.explore.rank.trees import Tree, TreeRanker
 
-LEFT_OUT = ("struct_prior",)
+LEFT_OUT = ("struct_prior", *(f"prior_{part}" for part in PARTS))
 LgbParams: TypeAlias = dict[str, str | int | float | bool]  # LightGBM training parameters
 # chosen by 5-fold by KG on 3,492 train-KG questions (BENCHMARKS.md, issue 22): 31 leaves / 50 a leaf / 500 rounds
 # 0.585, against 0.568 for 15 / 20 / 300, 0.583 for 63 leaves, 0.580 with truncation 60, 0.542 for rank_xendcg
@@ -37,6 +47,7 @@ DEFAULT_PARAMS: LgbParams = {
     "lambdarank_truncation_level": 20, "verbosity": -1, "num_threads": 2, "seed": 7, "deterministic": True,
 }
 DEFAULT_ROUNDS = 500
+PRIOR_FOLDS = 5  # folds by KG for the out-of-fold structure prior
 
 
 def relevance(f1: float) -> int:
@@ -52,8 +63,9 @@ class Dataset:
     rows: list[JsonObject]  # the questions (with or without candidates)
 
 
-def vocabulary(rows: list[JsonObject], min_word_count: int) -> list[str]:
-    """Feature names: every non-word feature seen, and the question-word features of frequent words."""
+def vocabulary(rows: list[JsonObject], min_word_count: int, left_out: tuple[str, ...] = LEFT_OUT) -> list[str]:
+    """Feature names: every non-word feature seen but `left_out`, and the question-word features of frequent
+    words."""
     words: Counter[str] = Counter()
     other: set[str] = set()
     for _r, feats, _f1 in iter_groups(rows):
@@ -62,7 +74,7 @@ def vocabulary(rows: list[JsonObject], min_word_count: int) -> list[str]:
             for k in f:
                 if k.startswith(("qw:", "q0:", "q1:")):
                     seen.add(k)
-                elif k not in LEFT_OUT:
+                elif k not in left_out:
                     other.add(k)
         words.update(seen)
     return sorted(other) + sorted(k for k, n in words.items() if n >= min_word_count)
@@ -106,12 +118,18 @@ def _informative(d: Dataset) -> Dataset:
 
 
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
-        params: LgbParams | None = None, meta: JsonObject | None = None) -> TreeRanker:
+        params: LgbParams | None = None, meta: JsonObject | None = None,
+        prior_examples: list[PriorExample] | None = None) -> TreeRanker:
     try:
         import lightgbm as lgb
     except ImportError:
         raise KBQAError("fitting the tree ranker needs LightGBM: pip install 'kbqa[train]'", stage="usage") from None
-    names = vocabulary(rows, min_word_count)
+    left_out = LEFT_OUT
+    prior_note = "left out (no prior train pairs, or candidates without shape labels)"
+    if prior_examples and has_shapes(rows):
+        rows, left_out = out_of_fold(rows, prior_examples, PRIOR_FOLDS), ()
+        prior_note = f"out of fold ({PRIOR_FOLDS} folds by KG, {len(prior_examples)} prior train pairs)"
+    names = vocabulary(rows, min_word_count, left_out)
     data = _informative(make_dataset(rows, names))
     p = {**DEFAULT_PARAMS, **(params or {})}
     p["min_data_in_leaf"] = max(1, min(int(p["min_data_in_leaf"]), len(data.y) // 10 or 1))
@@ -120,6 +138,7 @@ def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count:
     info = {"fitted_on": {"questions": len(rows), "informative": len(data.groups), "candidates": int(len(data.y)),
                           "kgs": len({r["kg"] for r in rows})},
             "learner": f"lightgbm {lgb.__version__} lambdarank", "rounds": rounds, "min_word_count": min_word_count,
+            "struct_prior": prior_note,
             **(meta or {})}
     return from_lightgbm(booster.dump_model(), names, info)
 
@@ -195,11 +214,13 @@ def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50) -> dict[st
             "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
 
 
-def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0, **fit_kw: int | LgbParams | None) -> JsonObject:
-    """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's."""
-    kgs = sorted({r["kg"] for r in rows})
-    random.Random(seed).shuffle(kgs)
-    fold_of = {kg: i % folds for i, kg in enumerate(kgs)}
+def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
+                prior_examples: list[PriorExample] | None = None, **fit_kw: int | LgbParams | None) -> JsonObject:
+    """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's.
+    With `prior_examples`, no prior a fold's questions read was fitted on that fold's KGs (the fit's own
+    out-of-fold prior is nested inside the k−1 folds)."""
+    fold_of = fold_of_kgs([r["kg"] for r in rows], folds, seed)
+    use_prior = bool(prior_examples) and has_shapes(rows)
     chosen = [-1] * len(rows)
     per_fold = []
     for k in range(folds):
@@ -207,9 +228,16 @@ def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0, **fit_kw:
         train = [r for r in rows if fold_of[r["kg"]] != k]
         if not test or not train:
             continue
-        ranker = fit(train, meta={"fold": k}, **fit_kw)
-        got = picks(ranker, [rows[i] for i in test])
+        test_rows = [rows[i] for i in test]
+        examples = None
+        if use_prior and prior_examples:
+            held = {kg for kg, f in fold_of.items() if f == k}
+            examples = [e for e in prior_examples if e[0] not in held]
+            test_rows = with_prior(test_rows, fit_prior(examples))
+        ranker = fit(train, meta={"fold": k}, prior_examples=examples, **fit_kw)
+        got = picks(ranker, test_rows)
         for i, pick in zip(test, got, strict=True):
             chosen[i] = pick
-        per_fold.append(summarise([rows[i] for i in test], got))
-    return {"folds": folds, "kgs": len(kgs), **summarise(rows, chosen), "per_fold": per_fold, "picks": chosen}
+        per_fold.append(summarise(test_rows, got))
+    return {"folds": folds, "kgs": len(fold_of), "struct_prior": "out of fold" if use_prior else "left out",
+            **summarise(rows, chosen), "per_fold": per_fold, "picks": chosen}

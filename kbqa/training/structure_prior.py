@@ -1,8 +1,9 @@
 """Build the `explore` ranker's structure prior from Spider4SPARQL train (question + gold SPARQL over 146
-databases that none of the scored KGs is): each gold query gets its shape label (`sparql_shape`), and a
-multinomial logistic regression over the question's words and bigrams (numpy, L2, full batch — a few dozen
-lines, so scikit-learn, not a dependency of the project, is not pulled in for it) learns
-P(shape | question). The weights are pruned to the strongest features and saved as plain JSON.
+databases that none of the scored KGs is): each gold query gets its shape label (`sparql_shape`) and its parts'
+labels (columns, DISTINCT, order direction, first aggregate: `features/parts.py`), and a multinomial logistic
+regression per label kind over the question's words and bigrams (numpy, L2, full batch — a few dozen lines; the
+design matrix is sparse where scipy is installed) learns P(shape | question) and P(part | question). The weights
+are pruned to the strongest features and saved as plain JSON, the parts under `parts`.
 
   python -m kbqa.training.structure_prior                       # writes kbqa/translators/explore/features/structure_prior.json
   python -m kbqa.training.structure_prior --train PATH --out FILE --features 3000
@@ -20,9 +21,11 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 
+from kbqa.translators.explore.features.parts import PARTS, sparql_parts
 from kbqa.translators.explore.features.prior import (
     DEFAULT_PRIOR_PATH,
     SHAPES,
@@ -53,42 +56,68 @@ def scored_questions() -> set[str]:
     return out
 
 
-def load_examples(path: Path, exclude: set[str]) -> tuple[list[tuple[str, str, str]], int]:
-    """(database, question, shape) per train pair whose question is not a scored one; and how many were dropped."""
+Example: TypeAlias = tuple[str, str, dict[str, str]]  # (database, question, labels: "shape" and each part's)
+
+
+def load_examples(path: Path, exclude: set[str]) -> tuple[list[Example], int]:
+    """(database, question, labels) per train pair whose question is not a scored one; and how many were dropped.
+    The labels are the gold query's shape and its parts (features/parts.py)."""
     rows, dropped = [], 0
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     for x in json.loads(raw.decode("utf-8")):
         if _norm(x["question"]) in exclude:
             dropped += 1
             continue
-        rows.append((x.get("kg_name", ""), x["question"], sparql_shape(x["query"])))
+        rows.append((x.get("kg_name", ""), x["question"], {"shape": sparql_shape(x["query"]),
+                                                            **sparql_parts(x["query"])}))
     return rows, dropped
 
 
 def fit(questions: list[str], labels: list[str], *, min_count: int = 3, l2: float = 1e-3, steps: int = 300,
-        lr: float = 0.5) -> StructurePrior:
-    vocab_counts = Counter(t for q in questions for t in set(tokens(q)))
+        lr: float = 0.5, label_set: list[str] | None = None) -> StructurePrior:
+    """A multinomial logistic regression of `labels` over the questions' `tokens`; `label_set` names the labels in
+    order (default: the shapes but "ask", which the train set has none of)."""
+    lab = label_set or list(SHAPES[1:])  # no "ask": the train set has none (a candidate ASK gets the uniform share)
+    return fit_heads(questions, {"": (lab, list(labels))}, min_count=min_count, l2=l2, steps=steps, lr=lr)[""]
+
+
+Head: TypeAlias = tuple[list[str], list[str | None]]  # the labels in order; each question's (None: it has none)
+
+
+def fit_heads(questions: list[str], heads: dict[str, Head], *, min_count: int = 3, l2: float = 1e-3,
+              steps: int = 300, lr: float = 0.5) -> dict[str, StructurePrior]:
+    """One logistic regression per head over one design matrix, in one loop: Adam works weight by weight, so
+    fitting the heads together gives each the model it would get alone, for one tokenisation and one product of
+    the design matrix a step instead of one per head."""
+    toks = [set(tokens(q)) for q in questions]
+    vocab_counts = Counter(t for ts in toks for t in ts)
     vocab = sorted(t for t, c in vocab_counts.items() if c >= min_count)
     index = {t: i for i, t in enumerate(vocab)}
-    x = np.zeros((len(questions), len(vocab)), dtype=np.float32)
-    for r, q in enumerate(questions):
-        for t in set(tokens(q)):
-            if t in index:
-                x[r, index[t]] = 1.0
-    lab = list(SHAPES[1:])  # no "ask": the train set has none (a candidate ASK gets the uniform share)
-    y = np.zeros((len(questions), len(lab)), dtype=np.float32)
-    for r, s in enumerate(labels):
-        y[r, lab.index(s)] = 1.0
-    w = np.zeros((len(vocab), len(lab)), dtype=np.float32)
-    b = np.log(y.mean(axis=0) + 1e-3).astype(np.float32)
+    x = _design([(r, index[t]) for r, ts in enumerate(toks) for t in ts if t in index], (len(questions), len(vocab)))
+    xt = x.T.tocsr() if hasattr(x, "tocsr") else x.T
+    blocks, ys, biases, start = [], [], [], 0
+    for name, (lab, labels) in heads.items():
+        y = np.zeros((len(questions), len(lab)), dtype=np.float32)
+        for r, s in enumerate(labels):
+            if s is not None:
+                y[r, lab.index(s)] = 1.0
+        has = y.sum(axis=1)
+        blocks.append((name, lab, slice(start, start + len(lab)), (has / max(1.0, has.sum()))[:, None]))
+        ys.append(y)
+        biases.append(np.log(y.sum(axis=0) / max(1.0, has.sum()) + 1e-3))
+        start += len(lab)
+    y = np.hstack(ys)
+    w = np.zeros((len(vocab), start), dtype=np.float32)
+    b = np.concatenate(biases).astype(np.float32)
     m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
-    n = len(questions)
+    g = np.zeros((len(questions), start), dtype=np.float32)
     for step in range(1, steps + 1):  # Adam, full batch
         z = x @ w + b
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        g = (p - y) / n
-        gw = x.T @ g + l2 * w
+        for _name, _lab, cols, row_weight in blocks:
+            p = np.exp(z[:, cols] - z[:, cols].max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            g[:, cols] = (p - y[:, cols]) * row_weight  # a question without this head's label adds nothing
+        gw = xt @ g + l2 * w
         gb = g.sum(axis=0)
         for param, grad, m, v in ((w, gw, m_w, v_w), (b, gb, m_b, v_b)):
             m *= 0.9
@@ -96,8 +125,22 @@ def fit(questions: list[str], labels: list[str], *, min_count: int = 3, l2: floa
             v *= 0.999
             v += 0.001 * grad * grad
             param -= lr * 0.1 * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    weights = {t: [round(float(a), 3) for a in w[i]] for i, t in enumerate(vocab)}
-    return StructurePrior(lab, [round(float(a), 3) for a in b], weights)
+    return {name: StructurePrior(lab, [round(float(a), 3) for a in b[cols]],
+                                 {t: [round(float(a), 3) for a in w[i, cols]] for i, t in enumerate(vocab)})
+            for name, lab, cols, _rw in blocks}
+
+
+def _design(cells: list[tuple[int, int]], shape: tuple[int, int]) -> Any:  # a scipy CSR matrix or a numpy array
+    """The 0/1 question × word matrix: sparse where scipy is there (the `train` extra has it, through LightGBM),
+    which makes a fit seconds instead of a minute, so the ranker's fit can refit the prior once per fold."""
+    rows, cols = (np.array([c[i] for c in cells], dtype=np.int64) for i in (0, 1))
+    try:
+        from scipy.sparse import csr_matrix
+    except ImportError:
+        x = np.zeros(shape, dtype=np.float32)
+        x[rows, cols] = 1.0
+        return x
+    return csr_matrix((np.ones(len(cells), dtype=np.float32), (rows, cols)), shape=shape)
 
 
 def prune(prior: StructurePrior, keep: int) -> StructurePrior:
@@ -106,12 +149,27 @@ def prune(prior: StructurePrior, keep: int) -> StructurePrior:
     return StructurePrior(prior.labels, prior.bias, dict(sorted(ranked)), prior.meta)
 
 
-def accuracy(prior: StructurePrior, rows: list[tuple[str, str, str]]) -> float:
+def fit_all(examples: list[Example], *, features: int = 3000, l2: float = 1e-3, steps: int = 300) -> StructurePrior:
+    """The shape model with one model per part (a part a question's gold query lacks — a yes/no query has no
+    columns — is left out of that part's fit), each pruned to `features` words."""
+    heads: dict[str, Head] = {"shape": (list(SHAPES[1:]), [y["shape"] for _db, _q, y in examples])}
+    heads.update({name: (list(labels), [y.get(name) for _db, _q, y in examples]) for name, labels in PARTS.items()})
+    fitted = {name: prune(m, features)
+              for name, m in fit_heads([q for _db, q, _y in examples], heads, l2=l2, steps=steps).items()}
+    prior = fitted.pop("shape")
+    prior.parts = fitted
+    return prior
+
+
+def accuracy(prior: StructurePrior, rows: list[Example], part: str = "shape") -> float:
+    """Share of `rows` whose most likely label (of the shape, or of one part) is the gold one."""
+    model = prior if part == "shape" else prior.parts[part]
+    have = [(q, y[part]) for _db, q, y in rows if part in y]
     ok = 0
-    for _db, q, s in rows:
-        probs = prior.predict(q)
-        ok += max(probs, key=probs.get) == s
-    return ok / max(1, len(rows))
+    for q, label in have:
+        probs = model.predict(q)
+        ok += max(probs, key=probs.get) == label
+    return ok / max(1, len(have))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,15 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     held = set(dbs[: len(dbs) // 5])
     train = [r for r in rows if r[0] not in held]
     test = [r for r in rows if r[0] in held]
-    probe = prune(fit([r[1] for r in train], [r[2] for r in train], l2=args.l2, steps=args.steps), args.features)
-    held_acc = accuracy(probe, test)
-    majority = Counter(r[2] for r in test).most_common(1)[0][1] / max(1, len(test))
-    prior = prune(fit([r[1] for r in rows], [r[2] for r in rows], l2=args.l2, steps=args.steps), args.features)
+    fit_kw = {"features": args.features, "l2": args.l2, "steps": args.steps}
+    probe = fit_all(train, **fit_kw)
+    held_acc = {part: round(accuracy(probe, test, part), 3) for part in ("shape", *PARTS)}
+    majority = {part: round(Counter(y[part] for _db, _q, y in test if part in y).most_common(1)[0][1]
+                            / max(1, sum(part in y for _db, _q, y in test)), 3) for part in ("shape", *PARTS)}
+    prior = fit_all(rows, **fit_kw)
     prior.meta = {"source": "python -m kbqa.training.structure_prior (Spider4SPARQL train, 146 databases)",
                   "examples": len(rows), "dropped_scored_duplicates": dropped, "l2": args.l2, "steps": args.steps,
                   "features": len(prior.weights), "heldout_databases": len(held),
-                  "heldout_accuracy": round(held_acc, 3), "heldout_majority": round(majority, 3),
-                  "shapes": dict(Counter(r[2] for r in rows))}
+                  "heldout_accuracy": held_acc["shape"], "heldout_majority": majority["shape"],
+                  "parts_heldout_accuracy": {p: held_acc[p] for p in PARTS},
+                  "parts_heldout_majority": {p: majority[p] for p in PARTS},
+                  "shapes": dict(Counter(y["shape"] for _db, _q, y in rows))}
     prior.save(args.out)
     print(json.dumps(prior.meta, indent=1))
     return 0

@@ -141,7 +141,7 @@ class ExploreTranslator(Translator):
         anchors = link_question(self.ctx, self.entities, question)
         pool, truncated = propose(self.ctx, self.paths, self.display, anchors)
         self.features.add(question, anchors, pool)  # similarity, lexical overlap, the case bank's opinions
-        add_struct_prior(question, pool, lang=self.ctx.language)  # P(shape | the question's words)
+        add_struct_prior(question, pool, lang=self.ctx.language)  # P(shape, parts | the question's words)
         add_question_features(question, pool)  # the question's words, for the trees
         ranked, executed, out_of_time = rank_by_execution(self.ctx, self.ranker, pool, t0)
         info: JsonObject = {"candidates_built": len(pool), "executed": executed, "kept": len(ranked),

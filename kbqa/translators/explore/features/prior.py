@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kb_dumps.json_types import JsonObject
+from kbqa.translators.explore.features.parts import feature_parts
+from kbqa.translators.explore.features.structure import structure_features
 from kbqa.translators.explore.link.words import read_cues
 from kbqa.translators.explore.query import Graph
 from kbqa.translators.language import ENGLISH, LanguageProfile
@@ -90,6 +92,8 @@ class StructurePrior:
     bias: list[float]
     weights: dict[str, list[float]] = field(default_factory=dict)
     meta: JsonObject = field(default_factory=dict)
+    # one model of the same kind per part of the structure (features/parts.py), for feature `prior_<part>`
+    parts: dict[str, StructurePrior] = field(default_factory=dict)
 
     def predict(self, question: str) -> dict[str, float]:
         z = list(self.bias)
@@ -102,14 +106,13 @@ class StructurePrior:
         s = sum(e)
         return {lab: v / s for lab, v in zip(self.labels, e, strict=True)}
 
-    def feature(self, probs: dict[str, float], g: Graph) -> float:
-        """P(the candidate's shape); a shape the training data never had (ASK) gets the uniform share."""
-        shape = graph_shape(g)
-        return probs[shape] if shape in probs else 1.0 / max(1, len(self.labels))
-
     def to_dict(self) -> JsonObject:
-        return {"format": PRIOR_FORMAT, "labels": self.labels, "bias": self.bias, "weights": self.weights,
-                "meta": self.meta}
+        out: JsonObject = {"format": PRIOR_FORMAT, "labels": self.labels, "bias": self.bias, "weights": self.weights,
+                           "meta": self.meta}
+        if self.parts:
+            out["parts"] = {name: {"labels": m.labels, "bias": m.bias, "weights": m.weights}
+                            for name, m in self.parts.items()}
+        return out
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")) + "\n",
@@ -119,11 +122,18 @@ class StructurePrior:
     def from_dict(cls, d: JsonObject) -> StructurePrior:
         if d.get("format") != PRIOR_FORMAT:
             raise ValueError(f"not a structure prior (format {d.get('format')!r}, expected {PRIOR_FORMAT})")
+        prior = cls._model(d)
+        prior.meta = dict(d.get("meta", {}))
+        prior.parts = {str(name): cls._model(m) for name, m in (d.get("parts") or {}).items()}
+        return prior
+
+    @classmethod
+    def _model(cls, d: JsonObject) -> StructurePrior:
         labels = [str(x) for x in d["labels"]]
         weights = {str(k): [float(x) for x in v] for k, v in d.get("weights", {}).items()}
         if any(len(v) != len(labels) for v in weights.values()) or len(d["bias"]) != len(labels):
             raise ValueError("structure prior: a weight row does not have one number per label")
-        return cls(labels, [float(x) for x in d["bias"]], weights, dict(d.get("meta", {})))
+        return cls(labels, [float(x) for x in d["bias"]], weights)
 
     @classmethod
     def load(cls, path: str | Path) -> StructurePrior:
@@ -147,15 +157,36 @@ def _yes_no(question: str, lang: LanguageProfile = ENGLISH) -> bool:
     return bool(words) and words[0] in lang.yes_no_first_words
 
 
-def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None,
-                     lang: LanguageProfile = ENGLISH) -> None:
-    """Set feature `struct_prior` on every candidate: P(its shape | the question); nothing without a prior."""
-    prior = prior or load_prior()
-    if prior is None or not pool or _yes_no(question, lang):
-        return
+def prior_values(question: str, shapes: list[str], prior: StructurePrior, lang: LanguageProfile = ENGLISH,
+                 parts: list[dict[str, str]] | None = None) -> dict[str, list[float]] | None:
+    """Per feature, each candidate's value: `struct_prior` = P(its shape | the question) and, given the candidates'
+    parts (features/parts.py), `prior_<part>` = P(its label of that part | the question); None where the prior
+    stays silent: a yes/no question, or one where it reads no shape the cue reader reads (one rule for the query
+    path and for the ranker's fitting)."""
+    if not shapes or _yes_no(question, lang):
+        return None
     probs = prior.predict(question)
     cues = read_cues(question, lang)
     if max(probs, key=probs.get) == "list" and (cues.aggregates or cues.superlative or cues.count or cues.group):
-        return  # the cue reader read a shape word the prior's vocabulary lacks ("mean", "rarest"): it stays silent
-    for g in pool:
-        g.features["struct_prior"] = prior.feature(probs, g)
+        return None  # the cue reader read a shape word the prior's vocabulary lacks ("mean", "rarest"): it stays silent
+    uniform = 1.0 / max(1, len(prior.labels))  # a shape the training data never had (ASK)
+    out = {"struct_prior": [probs.get(s, uniform) for s in shapes]}
+    for name, model in prior.parts.items() if parts is not None else ():
+        got = model.predict(question)
+        share = 1.0 / max(1, len(model.labels))
+        out[f"prior_{name}"] = [got.get(p.get(name, ""), share) for p in parts or ()]
+    return out
+
+
+def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None,
+                     lang: LanguageProfile = ENGLISH) -> None:
+    """Set features `struct_prior` and `prior_<part>` on every candidate (`prior_values`); nothing without a
+    prior."""
+    prior = prior or load_prior()
+    if prior is None:
+        return
+    parts = [feature_parts(structure_features(g)) for g in pool] if prior.parts else None
+    values = prior_values(question, [graph_shape(g) for g in pool], prior, lang, parts)
+    for name, per_graph in (values or {}).items():
+        for g, v in zip(pool, per_graph, strict=True):
+            g.features[name] = v
