@@ -128,6 +128,7 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     # every candidate carries its shape, so the structure prior enters the trees set out of fold by KG
     assert all(c["shape"] for r in rows for c in r["candidates"])
     assert ranker.meta["struct_prior"].startswith("out of fold") and report["kfold"]["struct_prior"] == "out of fold"
+    assert report["struct_prior"] == ranker.meta["struct_prior"]
     assert len(rows) == 24 and top1(ranker, rows)["accuracy"] <= top1(ranker, rows)["oracle"]
     # a rerun finds every question in the candidates file and generates nothing again
     before = (work / "candidates.jsonl").stat().st_size

@@ -170,6 +170,7 @@ def _run_ranker(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     ranker.save(out)
     report["ranker"] = str(out)
+    report["struct_prior"] = ranker.meta["struct_prior"]
     report["on_train"] = top1(ranker, rows)
     if args.format == "json":
         print_json(report)
@@ -179,5 +180,5 @@ def _run_ranker(args: argparse.Namespace) -> int:
             print(f"{kf['folds']}-fold by KG over {kf['kgs']} KGs: accuracy {kf['accuracy']:.3f} (oracle "
                   f"{kf['oracle']:.3f}, {kf['mean_candidates']:.1f} candidates per question)")
         print(f"ranker {out}: {len(ranker.trees)} trees over {len(ranker.names)} features, fitted on "
-              f"{len(rows)} questions of {report['kgs']} KGs")
+              f"{len(rows)} questions of {report['kgs']} KGs; structure prior: {ranker.meta['struct_prior']}")
     return EXIT_OK
