@@ -1,6 +1,8 @@
 """The structure prior of the `explore` ranker: P(query shape | question words), from a small linear text
 classifier kept as plain JSON (`structure_prior.json` beside it, built by `python -m kbqa.training.structure_prior`),
-and the shape of a candidate Graph in the same labels, so that `struct_prior` = P(the candidate's own shape).
+and the shape of a candidate Graph in the same labels, so that `struct_prior` = P(the candidate's own shape); the
+file also holds one model per part of the structure (parts.py: answer columns, DISTINCT, order, first aggregate),
+read as `prior_<part>` = P(the candidate's own label of it).
 
 The shapes, first match wins (one order for gold SPARQL and candidate graphs):
 ask, negation, having, group-top (GROUP BY + ORDER + LIMIT), group, count, aggregate (AVG/MIN/MAX/SUM),
