@@ -9,13 +9,12 @@ import pytest
 from kbqa.training.ranker_prior import (
     FEATURE,
     FEATURES,
-    PriorExample,
-    fit_prior,
     fold_of_kgs,
     has_shapes,
     out_of_fold,
     with_prior,
 )
+from kbqa.training.structure_prior import Example, fit_all
 from kbqa.translators.explore.features.parts import feature_parts, sparql_parts
 from kbqa.translators.explore.features.prior import StructurePrior, prior_values, sparql_shape
 from kbqa.translators.explore.features.structure import structure_features
@@ -27,7 +26,7 @@ PAIRS = "SELECT DISTINCT ?name ?age WHERE { ?p a :pilot . ?p :name ?name . ?p :a
 TOP = "SELECT ?name WHERE { ?p a :pilot . ?p :name ?name . ?p :age ?age } ORDER BY DESC(?age) LIMIT 1"
 
 
-def _examples() -> list[PriorExample]:
+def _examples() -> list[Example]:
     """Ten KGs; "tally" is a count word only on kg0's questions, "how many" one on every KG."""
     out = []
     for k in range(10):
@@ -67,7 +66,7 @@ def test_gold_and_candidate_parts_agree() -> None:
 
 
 def test_prior_values_follow_the_query_paths_rule() -> None:
-    prior = fit_prior(_examples())
+    prior = fit_all(_examples())
     got = prior_values("how many boats does the navy have", ["count", "list", "ask"], prior)
     assert got is not None and set(got) == {FEATURE}  # the parts only where the candidates' parts are given
     assert got[FEATURE][0] > got[FEATURE][1]
@@ -82,7 +81,7 @@ def test_prior_values_follow_the_query_paths_rule() -> None:
 
 
 def test_with_prior_replaces_the_files_value_and_drops_it_where_silent() -> None:
-    prior = fit_prior(_examples())
+    prior = fit_all(_examples())
     asked, yes_no = with_prior([_row("kg3", "how many boats are there", ["count", "list"]),
                                 _row("kg3", "Does any fleet have boats?", ["ask", "list"])], prior)
     assert _count_share(asked) > asked["candidates"][1]["features"][FEATURE] and _count_share(asked) != 0.123
@@ -95,7 +94,7 @@ def test_out_of_fold_never_reads_its_own_kgs_words() -> None:
     examples = _examples()
     rows = [_row("kg0", "tally the canoes of lake 9", ["count", "list"]),
             _row("kg5", "tally the canoes of lake 9", ["count", "list"])]
-    in_sample = with_prior(rows, fit_prior(examples))
+    in_sample = with_prior(rows, fit_all(examples))
     oof = out_of_fold(rows, examples, folds=5, seed=1)
     assert [r["kg"] for r in oof] == ["kg0", "kg5"]  # the rows' order is kept
     assert _count_share(oof[0]) < _count_share(in_sample[0]) - 0.1
@@ -113,7 +112,7 @@ def test_files_without_shapes_are_recognised() -> None:
 
 
 def test_fit_prior_is_pruned_to_the_shipped_size() -> None:
-    prior = fit_prior(_examples())
+    prior = fit_all(_examples())
     assert isinstance(prior, StructurePrior) and 0 < len(prior.weights) <= 3000
     assert max(prior.predict("how many ships"), key=prior.predict("how many ships").get) == "count"
 

@@ -127,7 +127,6 @@ def _run_ranker(args: argparse.Namespace) -> int:
     from kbqa.training.ranker_data import collect, collect_sets, read_candidates
     from kbqa.training.ranker_fit import DEFAULT_ROUNDS, fit, kfold_by_kg, top1
     from kbqa.training.ranker_prior import train_examples
-    from kbqa.training.structure_prior import DEFAULT_TRAIN
 
     if not (args.sets or args.train_kgs or args.candidates):
         raise KBQAError("--ranker needs train questions with gold answers: --train-kgs DIR, --set BENCHMARK@STORE "
@@ -148,7 +147,7 @@ def _run_ranker(args: argparse.Namespace) -> int:
         files.append(collect_sets(specs, args.work / "candidates-sets.jsonl", limit=args.questions,
                                   budget_s=args.budget, progress=progress))
     rows = [r for f in dict.fromkeys(files) for r in read_candidates(f)]
-    prior_examples = None if args.no_prior else train_examples(args.prior_train or DEFAULT_TRAIN)
+    prior_examples = None if args.no_prior else train_examples(args.prior_train)
     report: dict[str, object] = {"questions": len(rows), "kgs": len({r["kg"] for r in rows}),
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:

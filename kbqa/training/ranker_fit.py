@@ -25,14 +25,8 @@ import numpy as np
 from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.training.ranker_data import iter_groups
-from kbqa.training.ranker_prior import (
-    PriorExample,
-    fit_prior,
-    fold_of_kgs,
-    has_shapes,
-    out_of_fold,
-    with_prior,
-)
+from kbqa.training.ranker_prior import fold_of_kgs, has_shapes, out_of_fold, with_prior
+from kbqa.training.structure_prior import Example, fit_all
 from kbqa.translators.explore.features.parts import PARTS
 from kbqa.translators.explore.rank.rankers import AnyRanker
 from kbqa.translators.explore.rank.trees import Tree, TreeRanker
@@ -119,7 +113,7 @@ def _informative(d: Dataset) -> Dataset:
 
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
         params: LgbParams | None = None, meta: JsonObject | None = None,
-        prior_examples: list[PriorExample] | None = None) -> TreeRanker:
+        prior_examples: list[Example] | None = None) -> TreeRanker:
     try:
         import lightgbm as lgb
     except ImportError:
@@ -215,12 +209,12 @@ def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50) -> dict[st
 
 
 def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
-                prior_examples: list[PriorExample] | None = None, **fit_kw: int | LgbParams | None) -> JsonObject:
+                prior_examples: list[Example] | None = None, **fit_kw: int | LgbParams | None) -> JsonObject:
     """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's.
     With `prior_examples`, no prior a fold's questions read was fitted on that fold's KGs (the fit's own
     out-of-fold prior is nested inside the k−1 folds)."""
     fold_of = fold_of_kgs([r["kg"] for r in rows], folds, seed)
-    use_prior = bool(prior_examples) and has_shapes(rows)
+    prior_examples = prior_examples if prior_examples and has_shapes(rows) else None
     chosen = [-1] * len(rows)
     per_fold = []
     for k in range(folds):
@@ -230,14 +224,14 @@ def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
             continue
         test_rows = [rows[i] for i in test]
         examples = None
-        if use_prior and prior_examples:
+        if prior_examples:
             held = {kg for kg, f in fold_of.items() if f == k}
             examples = [e for e in prior_examples if e[0] not in held]
-            test_rows = with_prior(test_rows, fit_prior(examples))
+            test_rows = with_prior(test_rows, fit_all(examples))
         ranker = fit(train, meta={"fold": k}, prior_examples=examples, **fit_kw)
         got = picks(ranker, test_rows)
         for i, pick in zip(test, got, strict=True):
             chosen[i] = pick
         per_fold.append(summarise(test_rows, got))
-    return {"folds": folds, "kgs": len(fold_of), "struct_prior": "out of fold" if use_prior else "left out",
+    return {"folds": folds, "kgs": len(fold_of), "struct_prior": "out of fold" if prior_examples else "left out",
             **summarise(rows, chosen), "per_fold": per_fold, "picks": chosen}

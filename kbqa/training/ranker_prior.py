@@ -17,31 +17,25 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import TypeAlias
 
 from kb_dumps.json_types import JsonObject
 from kbqa.training.structure_prior import DEFAULT_TRAIN, Example, fit_all, load_examples, scored_questions
 from kbqa.translators.explore.features.parts import PARTS, feature_parts
 from kbqa.translators.explore.features.prior import StructurePrior, prior_values
 
-PriorExample: TypeAlias = Example  # (KG, question, the gold query's shape and parts)
 FEATURE = "struct_prior"
 FEATURES = (FEATURE, *(f"prior_{part}" for part in PARTS))  # every feature the prior sets
 
 
-def train_examples(path: Path = DEFAULT_TRAIN) -> list[PriorExample]:
-    """The prior's train pairs (the bundled Spider4SPARQL train), every scored question left out by its text."""
-    return load_examples(path, scored_questions())[0]
+def train_examples(path: Path | None = None) -> list[Example]:
+    """The prior's train pairs (default: the bundled Spider4SPARQL train), every scored question left out by its
+    text."""
+    return load_examples(path or DEFAULT_TRAIN, scored_questions())[0]
 
 
 def has_shapes(rows: list[JsonObject]) -> bool:
     """Whether every candidate carries its shape label (files written since the label was added do)."""
     return all("shape" in c for r in rows for c in r["candidates"])
-
-
-def fit_prior(examples: list[PriorExample]) -> StructurePrior:
-    """The prior as `python -m kbqa.training.structure_prior` fits it (its default settings), on these pairs."""
-    return fit_all(examples)
 
 
 def with_prior(rows: list[JsonObject], prior: StructurePrior) -> list[JsonObject]:
@@ -68,7 +62,7 @@ def fold_of_kgs(kgs: list[str], folds: int, seed: int) -> dict[str, int]:
     return {kg: i % folds for i, kg in enumerate(order)}
 
 
-def out_of_fold(rows: list[JsonObject], examples: list[PriorExample], folds: int = 5,
+def out_of_fold(rows: list[JsonObject], examples: list[Example], folds: int = 5,
                 seed: int = 1) -> list[JsonObject]:
     """Copies of `rows` whose `struct_prior` comes from a prior fitted without their KG's fold."""
     fold_of = fold_of_kgs([r["kg"] for r in rows], folds, seed)
@@ -78,7 +72,7 @@ def out_of_fold(rows: list[JsonObject], examples: list[PriorExample], folds: int
         idx = [i for i, r in enumerate(rows) if r["kg"] in held]
         if not idx:
             continue
-        prior = fit_prior([e for e in examples if e[0] not in held])
+        prior = fit_all([e for e in examples if e[0] not in held])
         for i, r in zip(idx, with_prior([rows[i] for i in idx], prior), strict=True):
             out[i] = r
     return [r for r in out if r is not None]

@@ -159,36 +159,52 @@ def _yes_no(question: str, lang: LanguageProfile = ENGLISH) -> bool:
     return bool(words) and words[0] in lang.yes_no_first_words
 
 
-def prior_values(question: str, shapes: list[str], prior: StructurePrior, lang: LanguageProfile = ENGLISH,
-                 parts: list[dict[str, str]] | None = None) -> dict[str, list[float]] | None:
-    """Per feature, each candidate's value: `struct_prior` = P(its shape | the question) and, given the candidates'
-    parts (features/parts.py), `prior_<part>` = P(its label of that part | the question); None where the prior
-    stays silent: a yes/no question, or one where it reads no shape the cue reader reads (one rule for the query
-    path and for the ranker's fitting)."""
-    if not shapes or _yes_no(question, lang):
+def prior_predictions(question: str, prior: StructurePrior,
+                      lang: LanguageProfile = ENGLISH) -> dict[str, dict[str, float]] | None:
+    """Per feature (`struct_prior`, `prior_<part>`), P(each label | the question); None where the prior stays
+    silent: a yes/no question, or one where it reads no shape the cue reader reads (one rule for the query path
+    and for the ranker's fitting)."""
+    if _yes_no(question, lang):
         return None
     probs = prior.predict(question)
     cues = read_cues(question, lang)
     if max(probs, key=probs.get) == "list" and (cues.aggregates or cues.superlative or cues.count or cues.group):
         return None  # the cue reader read a shape word the prior's vocabulary lacks ("mean", "rarest"): it stays silent
-    uniform = 1.0 / max(1, len(prior.labels))  # a shape the training data never had (ASK)
-    out = {"struct_prior": [probs.get(s, uniform) for s in shapes]}
-    for name, model in prior.parts.items() if parts is not None else ():
-        got = model.predict(question)
-        share = 1.0 / max(1, len(model.labels))
-        out[f"prior_{name}"] = [got.get(p.get(name, ""), share) for p in parts or ()]
-    return out
+    return {"struct_prior": probs, **{f"prior_{name}": m.predict(question) for name, m in prior.parts.items()}}
+
+
+def candidate_values(predicted: dict[str, dict[str, float]], shape: str, parts: dict[str, str]) -> dict[str, float]:
+    """One candidate's features: P(its own shape, its own label of each part); a label a model never had (ASK)
+    gets the uniform share."""
+    return {name: probs.get(shape if name == "struct_prior" else parts.get(name.removeprefix("prior_"), ""),
+                            1.0 / max(1, len(probs)))
+            for name, probs in predicted.items()}
+
+
+def prior_values(question: str, shapes: list[str], prior: StructurePrior, lang: LanguageProfile = ENGLISH,
+                 parts: list[dict[str, str]] | None = None) -> dict[str, list[float]] | None:
+    """Per feature, each candidate's value (`candidate_values`; the parts' features only given the candidates'
+    parts, features/parts.py); None where the prior stays silent (`prior_predictions`)."""
+    predicted = prior_predictions(question, prior, lang) if shapes else None
+    if predicted is None:
+        return None
+    if parts is None:
+        predicted = {"struct_prior": predicted["struct_prior"]}
+    per_candidate = [candidate_values(predicted, s, p) for s, p in zip(shapes, parts or [{}] * len(shapes),
+                                                                       strict=True)]
+    return {name: [v[name] for v in per_candidate] for name in predicted}
 
 
 def add_struct_prior(question: str, pool: list[Graph], prior: StructurePrior | None = None,
                      lang: LanguageProfile = ENGLISH) -> None:
-    """Set features `struct_prior` and `prior_<part>` on every candidate (`prior_values`); nothing without a
-    prior."""
+    """Set features `struct_prior` and `prior_<part>` on every candidate; nothing without a prior, nothing where it
+    stays silent (checked before any candidate is labelled)."""
     prior = prior or load_prior()
-    if prior is None:
+    if prior is None or not pool:
         return
-    parts = [feature_parts(structure_features(g)) for g in pool] if prior.parts else None
-    values = prior_values(question, [graph_shape(g) for g in pool], prior, lang, parts)
-    for name, per_graph in (values or {}).items():
-        for g, v in zip(pool, per_graph, strict=True):
-            g.features[name] = v
+    predicted = prior_predictions(question, prior, lang)
+    if predicted is None:
+        return
+    for g in pool:
+        parts = feature_parts(structure_features(g)) if prior.parts else {}
+        g.features.update(candidate_values(predicted, graph_shape(g), parts))
