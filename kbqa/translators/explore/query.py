@@ -48,6 +48,7 @@ class Cond:
     text: str = ""  # the words of the question it came from
     score: float = 1.0
     values: list[Term] = field(default_factory=list)  # op "in": any of these ("in 2014 or 2015")
+    either: list[tuple[str, Term]] = field(default_factory=list)  # op "either": any of these comparisons hold
     name_filter: bool = False  # a word of the question matched inside the focus items' names, not a link
     other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
     versus_average: str | None = None  # compare with the average over this class of the same path
@@ -93,7 +94,8 @@ class Graph:
     lowered: tuple[SchemaMemory, Lowered] | None = field(default=None, repr=False, compare=False)  # its Plan, once lowered (lower/text.py)
 
     def key(self) -> str:
-        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated) for c in self.conds],
+        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated,
+                                               [(op, t.value) for op, t in c.either]) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
                            [p.key() for p in self.parts], self.combine, self.pred_set],
                           default=lambda o: o.__dict__, sort_keys=True)

@@ -28,7 +28,7 @@ from kbqa.translators.language import ENGLISH, LanguageProfile
 PRIOR_FORMAT = "structure-prior/1"
 DEFAULT_PRIOR_PATH = Path(__file__).with_name("structure_prior.json")
 SHAPES = ("ask", "negation", "having", "group-top", "group", "count", "aggregate", "top", "compare", "list")
-_CMP_OPS = {"<", ">", "<=", ">="}
+_CMP_OPS = {"<", ">", "<=", ">=", "either"}
 _QUOTED = re.compile(r"""["“‘][^"”’]{1,80}["”’]|(?<![A-Za-z])'[^']{1,80}'(?![A-Za-z])""")
 
 

@@ -17,7 +17,8 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-']*|\d+(?:\.\d+)?")
 # a number ends a sentence too ("more than 300."); it is no number when part of a longer token ("1.2.3", "v2")
 # a number, with thousands written apart by commas ("15,000") or not
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|\.\d)")
-_QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
+# a single quote inside a word ("the head's name") opens and closes nothing
+_QUOTED = re.compile(r"(?<![A-Za-z])'([^']{1,80})'(?![A-Za-z])|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
 
 
 @dataclass
@@ -233,16 +234,17 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageP
             out.append(Link("value", hit.predicate, score, (s, e), text, hit.value, hit.datatype,
                             label=schema.predicates[hit.predicate].label if hit.predicate in schema.predicates
                             else ""))
+    named = set(lang.stems(question)) - lang.function_words
     for text, s, e in cues.quoted:  # a quoted word inside longer values: "an enclosure with 'House' in its name"
         norm = normalize(text)
         if not norm or any(lk.span == (s, e) for lk in out):
             continue
         preds: dict[str, int] = {}
         for key, hits in schema.values.items():
-            if norm in key and len(preds) < 20:
+            if norm in key:
                 for p, n, _v, _dt in hits:
                     preds[p] = preds.get(p, 0) + n
-        for p, _n in sorted(preds.items(), key=lambda kv: -kv[1])[:3]:
+        for p in _named_first(preds, schema, named, lang)[:3]:
             out.append(Link("value", p, 0.8, (s, e), text, text, None, label=schema.predicates[p].label
                             if p in schema.predicates else "", op="contains"))
     # a word that is a whole word of several values of one few-valued predicate ("wild food": the sources *wild
@@ -259,6 +261,21 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageP
                             label=schema.predicates[p].label if p in schema.predicates else ""))
     out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
     return out
+
+
+def _named_first(preds: dict[str, int], schema: SchemaMemory, named: set[str], lang: LanguageProfile) -> list[str]:
+    """Predicates (with their number of matching values) the question names first ("'a' in their names"), then
+    those of a class it names, then those with the most matching values."""
+    def rank(kv: tuple[str, int]) -> tuple[bool, bool, int]:
+        info = schema.predicates.get(kv[0])
+        if info is None:
+            return True, True, -kv[1]
+        domain_words = {w for d in info.domains for w in lang.stems(schema.class_label(d))}
+        own = bool(named & domain_words)
+        # its own words, not its class's ("shop name" is named by "name", not by "shops")
+        return not named & (set(lang.stems(info.label)) - domain_words), not own, -kv[1]
+
+    return [p for p, _n in sorted(preds.items(), key=rank)]
 
 
 PART_OF_VALUE = 0.45  # the score of a word matched inside several values, below an exact value's

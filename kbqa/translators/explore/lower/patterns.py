@@ -243,6 +243,12 @@ def _cond_tail(w: Writer, c: Cond, end: ir.Var, triples: list[ir.Node], table: d
             out.append(w.step(cur, step, nxt))
             cur = nxt
         return out + [ir.Filter(ir.BinaryOp(c.op, end, cur))]
+    if c.op == "either":  # "before 2000 or after 2010"
+        tests = [ir.BinaryOp(op, end, w.value(t)) for op, t in c.either]
+        test = tests[0]
+        for other in tests[1:]:
+            test = ir.BinaryOp("||", test, other)
+        return [ir.Filter(test)]
     if c.value is None or c.op == "exists":
         return []
     if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
@@ -278,6 +284,9 @@ def _say_cond(w: Writer, c: Cond, focus: str) -> str:
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
            "!=": "is not", "exists": "exists"}
     neg = "no " if c.negated else ""
+    if c.op == "either":
+        val = " or ".join(f"{ops.get(op, op)} {t.label or t.value}" for op, t in c.either)
+        return f"the {focus} has {neg}{what} that {val}"
     if len(c.path) == 1 and not c.path[0].forward and c.op == "=" and c.value is not None:
         # `<item> p ?answer`: the item has the answer as its p ("Lily Tomlin has place of birth the answer")
         return f"{val} has {'no ' if c.negated else ''}{what} the {focus}"

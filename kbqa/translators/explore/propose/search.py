@@ -37,6 +37,7 @@ from kbqa.translators.language import ENGLISH, LanguageProfile
 MAX_FOCUS = 3
 TYPE_PENALTY = 0.5  # the type predicate as an attribute yields to another predicate the same words name
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
+MAX_COND_SETS = 12  # combinations of the spans' readings tried, best first
 
 
 class Search(Probe):
@@ -101,6 +102,10 @@ class Search(Probe):
                     if any(c.op == "exists" and not c.negated and any(
                             d.op == "=" and not d.negated and d.path == c.path for d in conds) for c in shape.conds):
                         continue
+                    # a number read as a value is not compared as well
+                    if "uncued_cmp" in shape.features and any(c.span and d.span and overlaps(c.span, d.span)
+                                                                 for c in shape.conds for d in conds):
+                        continue
                     g = Graph("class", focus_class=focus, conds=conds + shape.conds, answer=shape.answer,
                               form=shape.form, aggs=shape.aggs, group=shape.group, order=shape.order,
                               limit=shape.limit, distinct=shape.distinct, having=shape.having)
@@ -134,7 +139,14 @@ class Search(Probe):
             yield [], [], 0.0
             return
         neg = a.cues.negation
-        for combo in itertools.islice(itertools.product(*per_span), 12):
+        combos = list(itertools.islice(itertools.product(*per_span), MAX_COND_SETS))
+        # every span that may be no constraint read as none ("between 8000 and 12000" where each number also
+        # equals some value): second, before the candidate cap is reached
+        bare = tuple(next((r for r in grp if r[0] is None), grp[0]) for grp in per_span)
+        if bare in combos:
+            combos.remove(bare)
+        combos.insert(1, bare)
+        for combo in combos:
             combo = tuple(r for r in combo if r[0] is not None)
             if not combo:
                 yield [], [], 0.0
@@ -214,8 +226,10 @@ class Search(Probe):
         out: list[tuple[Path, Link]] = []
         own = set(self.schema.predicates_of(focus))
         for lk in a.predicates:
-            # the class's own name column may share its words ("allergy type" / *allergytype*)
-            if any(overlaps(lk.span, s) for s in spans) and not (lk.score >= 0.95 and lk.iri in own):
+            # the class's own name column may share its words ("allergy type" / *allergytype*), or read the
+            # class's words and its own ("the names of shops": *shop name* around the class word *shops*)
+            if any(overlaps(lk.span, s) for s in spans) and not (lk.iri in own and (
+                    lk.score >= 0.95 or self._reads_beyond(a, lk.span, spans))):
                 continue
             info = self.schema.predicates.get(lk.iri)
             if info is None or not (info.literal or self._categorical(lk.iri)):
@@ -236,6 +250,15 @@ class Search(Probe):
             if cur is None or rank(path, lk) > rank(*cur):
                 best[lk.span] = (path, lk)
         return sorted(best.values(), key=lambda pl: pl[1].span[0])
+
+    @staticmethod
+    def _reads_beyond(a: Anchors, span: tuple[int, int], used: list[tuple[int, int]]) -> bool:
+        """Whether a span holds every used span it overlaps whole, and a content word outside them."""
+        inside = [s for s in used if overlaps(span, s)]
+        if any(s[0] < span[0] or s[1] > span[1] for s in inside):
+            return False
+        return any(span[0] <= w[0] and w[1] <= span[1] and not any(overlaps(w, s) for s in inside)
+                   for w in a.content_words())
 
     def _categorical(self, pred: str) -> bool:
         """An IRI-valued predicate whose objects are a few shared values (a colour, a language), not rows

@@ -87,22 +87,42 @@ def _uncued_comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> 
             if any(v == n[0] and 0 < n[1] - pos < 40 for _op, v, pos in cues.comparisons)
             or (cues.between and n[0] in cues.between) or (cues.top_k is not None and n[0] == cues.top_k)}
     numeric = [x for x in attrs if is_numeric(s, x[0])]
-    for value, start, end in [n for n in cues.numbers if n[1] not in read][:MAX_UNCUED]:
+
+    def compared(start: int, end: int) -> tuple[Path, list[tuple[int, int]]] | None:
         if numeric:
             x = min(numeric, key=lambda x: min(abs(x[1].span[0] - end), abs(start - x[1].span[1])))
-            path, sp = x[0], [x[1].span]
-        else:
-            own = [p for p in implicit_attributes(s, a, focus, attrs, []) if is_numeric(s, p)]
-            if not own:
-                continue
-            path, sp = own[0], []
+            return x[0], [x[1].span]
+        own = [p for p in implicit_attributes(s, a, focus, attrs, []) if is_numeric(s, p)]
+        return (own[0], []) if own else None
+
+    def number(value: float) -> Term:
+        return Term("number", str(int(value)) if value == int(value) else str(value))
+
+    unread = [n for n in cues.numbers if n[1] not in read]
+    for value, start, end in unread[:MAX_UNCUED]:
+        found = compared(start, end)
+        if found is None:
+            continue
+        path, sp = found
         shown = [p for p, _ in attrs if p != path]
-        term = Term("number", str(int(value)) if value == int(value) else str(value))
+        term = number(value)
         for op in HAVING_OPS:
             cond = Cond(path, op, term, text=f"{op} {term.value}", span=(start, end))
             f = {"ungated": 1.0, "uncued_cmp": 1.0}
             yield Shape([()] + shown, conds=[cond], spans=sp + [(start, end)], features=dict(f))
             yield Shape([()], aggs=[("COUNT", None)], conds=[cond], spans=sp + [(start, end)], features=dict(f))
+    if len(unread) >= 2:  # two numbers no word reads ("in the range of 10 and 20"): the attribute within both
+        (v1, s1, _e1), (v2, _s2, e2) = unread[:2]
+        found = compared(s1, e2)
+        if found is not None and v1 != v2:
+            path, sp = found
+            lo, hi = min(v1, v2), max(v1, v2)
+            conds = [Cond(path, ">=", number(lo), text=f">= {lo:g}", span=(s1, e2)),
+                     Cond(path, "<=", number(hi), text=f"<= {hi:g}", span=(s1, e2))]
+            shown = [p for p, _ in attrs if p != path]
+            f = {"ungated": 1.0, "uncued_cmp": 1.0, "uncued_range": 1.0}
+            yield Shape([()] + shown, conds=conds, spans=sp + [(s1, e2)], features=dict(f))
+            yield Shape([()], aggs=[("COUNT", None)], conds=conds, spans=sp + [(s1, e2)], features=dict(f))
 
 
 def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tuple[int, int]], conds: list[Cond],
