@@ -234,7 +234,7 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageP
             out.append(Link("value", hit.predicate, score, (s, e), text, hit.value, hit.datatype,
                             label=schema.predicates[hit.predicate].label if hit.predicate in schema.predicates
                             else ""))
-    named = set(lang.stems(question)) - lang.function_words
+    named = set(lang.stems(question)) - lang.function_words if cues.quoted else set()
     for text, s, e in cues.quoted:  # a quoted word inside longer values: "an enclosure with 'House' in its name"
         norm = normalize(text)
         if not norm or any(lk.span == (s, e) for lk in out):
