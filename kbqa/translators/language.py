@@ -118,6 +118,7 @@ class LanguageProfile:
     compared_cue_words: tuple[str, ...]  # read by a compared-items group question
     value_cue_words: tuple[str, ...]  # read by a group-aggregate question
     possessive_suffix: str  # "'s" tokenises as its own word: never the end of a name
+    identifier_words: tuple[str, ...] = ()  # "the ids of …": the class's own identifier column
     singular: Callable[[str], str] = english_singular
 
     # ---- small functions over the lists ---------------------------------------------------------------
@@ -339,6 +340,7 @@ ENGLISH = LanguageProfile(
     compared_cue_words=("average", "mean", "sum", "total", "terms", "superior", "inferior"),
     value_cue_words=("maximum", "minimum", "average", "mean", "sums?", "total", "numerical", "numeric"),
     possessive_suffix="s",
+    identifier_words=("id", "ids", "identifier", "identifiers"),
 )
 
 # name -> profile; the one source of language choices.

@@ -53,6 +53,9 @@ class Cond:
     other: tuple[Term, Path] | None = None  # compare with what this path reaches from another item ("than Y")
     versus_average: str | None = None  # compare with the average over this class of the same path
     span: tuple[int, int] | None = None  # where in the question it is said
+    # its path walked anew from the focus, sharing no node with the other constraints: a second related item
+    # ("customers with both a New and a Pending order": one order New, another Pending)
+    apart: bool = False
 
 
 @dataclass
@@ -95,7 +98,7 @@ class Graph:
 
     def key(self) -> str:
         return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated,
-                                               [(op, t.value) for op, t in c.either]) for c in self.conds],
+                                               [(op, t.value) for op, t in c.either], c.apart) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
                            [p.key() for p in self.parts], self.combine, self.pred_set],
                           default=lambda o: o.__dict__, sort_keys=True)

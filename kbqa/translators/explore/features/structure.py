@@ -80,6 +80,8 @@ def structure_features(g: Graph) -> dict[str, float]:
         f["s_cond_depth"] = max(f.get("s_cond_depth", 0.0), float(len(c.path)))
         if c.other is not None:
             f["s_other"] = 1.0
+        if c.apart:
+            f["s_apart"] = 1.0
         if c.versus_average:
             f["s_vs_avg"] = 1.0
         if c.value is not None:

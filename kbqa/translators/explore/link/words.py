@@ -140,7 +140,8 @@ class Link:
     datatype: str | None = None
     label: str = ""
     op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
-    variant: bool = False  # an entity named differently from its label (link/names.py): a weak link
+    # an entity named differently from its label (link/names.py), a value by the word its code shortens: a weak link
+    variant: bool = False
 
     def to_dict(self) -> JsonObject:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -259,7 +260,66 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageP
         for p in preds[:2]:
             out.append(Link("value", p, PART_OF_VALUE, span, m.group(0), word, None, op="contains",
                             label=schema.predicates[p].label if p in schema.predicates else ""))
+    out.extend(_code_links(question, schema, [lk.span for lk in out], lang))
     out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
+    return out
+
+
+def _code_links(question: str, schema: SchemaMemory, taken: list[tuple[int, int]], lang: LanguageProfile
+                ) -> list[Link]:
+    """Values a predicate stores as short codes, named by the word they shorten: "female" for *F*, "Florida" for
+    *FL* (the word's first letter, then letters of it in order), "New York" for *NY* (initials). Weak links
+    (CODE_VALUE): every word starting with F would otherwise be a woman."""
+    codes = _code_values(schema)
+    if not codes:
+        return []
+    words = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"[A-Za-z]+", question)]
+    spans = [(w.lower(), s, e, False) for w, s, e in words]
+    spans += [((w1[0] + w2[0]).lower(), s1, e2, True) for (w1, s1, e1), (w2, s2, e2) in zip(words, words[1:], strict=False)
+              if w1[:1].isupper() and w2[:1].isupper() and question[e1:s2] == " "]
+    out: list[Link] = []
+    schema_words = _schema_words(schema, lang)
+    for word, s, e, initials in spans:
+        if not initials and (len(word) < 4 or word in lang.function_words or lang.singular(word) in schema_words):
+            continue
+        if any(overlaps((s, e), sp) for sp in taken):
+            continue
+        # a name (capitalised) may keep later letters ("Texas" TX); any other word only its first letter ("money"
+        # is no MO)
+        name = question[s].isupper()
+        found = [(code, hits) for code, hits in codes.items()
+                 if (code == word if initials else len(code) == 1 and word.startswith(code) or name and (
+                     word.startswith(code) or abbreviates(code, word)
+                     or (len(code) == 2 and code[0] == word[0] and code[1] in word[2:])))]
+        found.sort(key=lambda kv: (not word.startswith(kv[0]), -len(kv[0])))
+        for _code, hits in found[:2]:
+            for p, value, dt in hits[:2]:
+                out.append(Link("value", p, CODE_VALUE, (s, e), question[s:e], value, dt, variant=True,
+                                label=schema.predicates[p].label if p in schema.predicates else ""))
+    return out
+
+
+def _code_values(schema: SchemaMemory) -> dict[str, list[tuple[str, str, str | None]]]:
+    """code (lower case) -> (predicate, value, datatype) for the predicates whose text values (two to
+    MAX_CATEGORIES of them) are all upper-case codes of one to three letters; built once per schema memory."""
+    cached = _CODES.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    per_pred: dict[str, list[tuple[str, str, str | None]]] = {}
+    other: set[str] = set()
+    for key, hits in schema.values.items():
+        for p, _n, value, dt in hits:
+            if re.fullmatch(r"[A-Z]{1,3}", value) and key == value.lower():
+                per_pred.setdefault(p, []).append((key, value, dt))
+            elif not re.fullmatch(r"-?[\d.]+", value):
+                other.add(p)
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
+    for p, rows in per_pred.items():
+        if p not in other and 2 <= len(rows) <= MAX_CATEGORIES:
+            for key, value, dt in rows:
+                out.setdefault(key, []).append((p, value, dt))
+    _CODES.clear()
+    _CODES[id(schema)] = (schema, out)
     return out
 
 
@@ -280,7 +340,9 @@ def _named_first(preds: dict[str, int], schema: SchemaMemory, named: set[str], l
 
 PART_OF_VALUE = 0.45  # the score of a word matched inside several values, below an exact value's
 MAX_CATEGORIES = 50  # a predicate with more distinct text values is a name, not a category
+CODE_VALUE = 0.5  # a value named by the word its code shortens ("female" for F)
 _WORD_VALUES: dict[int, tuple[SchemaMemory, LanguageProfile, dict[str, list[str]]]] = {}
+_CODES: dict[int, tuple[SchemaMemory, dict[str, list[tuple[str, str, str | None]]]]] = {}
 
 
 def _schema_words(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> set[str]:

@@ -135,8 +135,9 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
             inner = list(reversed(triples)) + tail
             body.append((_say_cond(w, c, focus_label), [ir.Filter(ir.Exists(ir.Group(inner), negated=True))]))
             continue
-        end, triples = w.walk(c.path)
-        fragment = triples + _cond_tail(w, c, end, triples, w.vars)
+        table = {(): focus} if c.apart else w.vars
+        end, triples = w.walk(c.path, table)
+        fragment = triples + _cond_tail(w, c, end, triples, table)
         if fragment:  # an "exists" on a path another constraint already walks adds nothing
             body.append((_say_cond(w, c, focus_label), fragment))
     return body
@@ -283,7 +284,7 @@ def _say_cond(w: Writer, c: Cond, focus: str) -> str:
         val = "the average"
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
            "!=": "is not", "exists": "exists"}
-    neg = "no " if c.negated else ""
+    neg = "no " if c.negated else "also " if c.apart else ""
     if c.op == "either":
         val = " or ".join(f"{ops.get(op, op)} {t.label or t.value}" for op, t in c.either)
         return f"the {focus} has {neg}{what} that {val}"

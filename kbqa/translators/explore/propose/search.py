@@ -10,6 +10,7 @@ stand). The schema memory prunes predicates that cannot connect; the store answe
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from kbqa.translators.explore.link.words import Link, cue_spans, overlaps
 from kbqa.translators.explore.propose.base import META_NAMESPACES, Probe, Shape, coverage
 from kbqa.translators.explore.propose.display import DisplayColumns
 from kbqa.translators.explore.propose.groups import group_graphs
+from kbqa.translators.explore.propose.identifiers import own_id_links
 from kbqa.translators.explore.propose.pairs import (
     count_comparatives,
     count_compare_graphs,
@@ -158,8 +160,7 @@ class Search(Probe):
             yield conds, spans, sum(c.score for c in conds) / len(conds)
             if neg:  # "which … do not …": the constraint after the negation word is negated
                 last = max(range(len(conds)), key=lambda i: spans[i][0])
-                negated = [Cond(c.path, c.op, c.value, negated=(i == last), text=c.text, score=c.score, span=c.span)
-                           for i, c in enumerate(conds)]
+                negated = [dataclasses.replace(c, negated=(i == last)) for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
 
     def _span_readings(self, a: Anchors, focus: str, used: list[tuple[int, int]]
@@ -210,8 +211,10 @@ class Search(Probe):
                 readings.append((Cond(path, "=", term, text=lk.text, score=lk.score, span=lk.span), lk.span))
         if any(r[0].path == () for r in readings):
             readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
-        if readings and lk.kind == "value" and (lk.value or "").replace(".", "").isdigit():
-            readings.append((None, lk.span))  # a bare number may be a count or an attribute's value instead
+        if readings and lk.kind == "value" and ((lk.value or "").replace(".", "").isdigit() or lk.variant):
+            # a bare number may be a count or an attribute's value instead; a word that starts like a code
+            # ("made" / M) may mean no code at all
+            readings.append((None, lk.span))
         return readings
 
     def _entity_paths(self, focus: str, entity: str) -> list[Path]:
@@ -239,6 +242,8 @@ class Search(Probe):
             paths = self.paths.to_predicate(focus, lk.iri)
             if paths:
                 out.append((paths[0], lk))
+        out += [(p, lk) for p, lk in own_id_links(self.schema, a, focus)
+                if not any(overlaps(lk.span, s) for s in spans)]
         # one attribute per span: the best-scoring predicate, then the shortest path; the type predicate last
         # ("the average price for each type of product": a column that holds a type, where one is linked)
         def rank(path: Path, lk: Link) -> float:
@@ -360,6 +365,10 @@ def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, li
                            values=vals + [c.value], span=prev.span)
             out_spans.append(sp)
             continue
+        # "both X and Y" of a related item: one related item is X, another Y (one item cannot be both)
+        if (prev is not None and prev.op == "=" and c.op == "=" and prev.path == c.path and c.path and c.value
+                and f" {lang.and_word} " in gap):
+            c = dataclasses.replace(c, apart=True)
         out.append(c)
         out_spans.append(sp)
     return out, out_spans

@@ -78,6 +78,9 @@ def comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> list[tup
         return [([], [], 0.0)]
     numeric_attrs = [x for x in attrs if is_numeric(s, x[0]) or (s.schema.predicates.get(x[0][-1].pred) and
                                                                  s.schema.predicates[x[0][-1].pred].date)]
+    # the attribute a comparative word implies, named or not ("older than 20": *age*), nearest the word
+    implied = [x for _op, word, pos in cues.comparatives for x in _implied(s, a, focus, word, pos)]
+    numeric_attrs = implied + [x for x in numeric_attrs if x[0] not in {y[0] for y in implied}]
     if not numeric_attrs:  # "animals before 2016": no attribute named; try the focus's year-like or numeric ones
         cands = []
         for p in s.schema.predicates_of(focus):
@@ -226,6 +229,13 @@ def shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tupl
             miss = sum(bool(x) for x in (cues.count, cues.aggregates, cues.superlative, cues.ask, cues.order))
             yield Shape([()] + free_paths, conds=cc, distinct=distinct, spans=used_spans + [x[1].span for x in free],
                          features={**f0, "cue_miss": float(miss)})
+            # "the names and salaries of employees earning below 6000": the compared attribute the question names
+            # shown as well
+            compared = [x[0] for x in cmp_used if x[1].text and x[0] not in free_paths]
+            if compared and not (cues.count or cues.aggregates or cues.ask):
+                yield Shape([()] + free_paths + list(dict.fromkeys(compared)), conds=cc, distinct=distinct,
+                             spans=used_spans + [x[1].span for x in free],
+                             features={**f0, "cue_miss": float(miss), "cmp_shown": 1.0})
 
 
 def multi_target_aggs(fns: list[str], targets: list[Attr]) -> list[list[tuple[str, Path | None]]]:
