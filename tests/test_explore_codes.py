@@ -11,7 +11,7 @@ from kb_dumps.ingest import ingest
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.link.words import _code_links as code_links
 from kbqa.translators.explore.link.words import read_cues
-from kbqa.translators.explore.propose.identifiers import own_id
+from kbqa.translators.explore.propose.identifiers import own_id, own_id_links
 from kbqa.translators.explore.query import Step
 from kbqa.translators.language import ENGLISH
 
@@ -150,3 +150,10 @@ def test_ids_of_a_class_show_its_own_identifier(club: ExploreTranslator, questio
 def test_no_identifier_without_its_word(club: ExploreTranslator) -> None:
     _a, ranked, _info = club.search("Show the names of members older than 40.")
     assert ranked and not any(p and p[-1].pred == CLUB + "mid" for g in ranked for p in g.answer)
+
+
+def test_an_identifier_word_a_longer_name_reads_is_that_columns(club: ExploreTranslator) -> None:
+    visit = CLUB + "Visit"
+    assert [lk.iri for _p, lk in own_id_links(club.schema, club.anchors("List the ids of all visits."), visit)] == \
+        [CLUB + "visitId"]
+    assert own_id_links(club.schema, club.anchors("List the member ids of all visits."), visit) == []

@@ -21,8 +21,11 @@ SUFFIX = "id"  # how schemas end an identifier column's name, whatever the quest
 
 def own_id_links(schema: SchemaMemory, a: Anchors, focus: str) -> list[tuple[Path, Link]]:
     """(path, link) of the focus class's own identifier for each identifier word of the question."""
+    # a word a longer name already reads ("the customer ids") is that column's, not the focus class's
+    longer = [lk.span for lk in a.predicates if lk.score >= 0.8]
     words = [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+", a.question)
-             if m.group(0).lower() in a.lang.identifier_words]
+             if m.group(0).lower() in a.lang.identifier_words and not any(
+                 s <= m.start() and m.end() <= e and e - s > m.end() - m.start() for s, e in longer)]
     if not words:
         return []
     best = own_id(schema, focus, a)
