@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.explore import structure
 from kbqa.training.ranker_data import collect, read_candidates
-from kbqa.training.ranker_fit import DEFAULT_ROUNDS, kfold_by_kg, top1
+from kbqa.training.ranker_fit import DEFAULT_ROUNDS, first_per_kg, kfold_by_kg, top1
 from kbqa.training.ranker_prior import train_examples
 from kbqa.training.train_kgs import list_kgs
 from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, Ranker
@@ -88,6 +88,9 @@ def main() -> int:
     p.add_argument("--prior", choices=("oof", "off", "both"), default="oof",
                    help="the structure prior as a tree feature: set out of fold by KG (default), left out, or both "
                         "k-folds in one run (`fitted_kfold_no_prior` beside `fitted_kfold`)")
+    p.add_argument("--score-first", type=int, default=None, metavar="N",
+                   help="fit on every question of the train folds' KGs, score only each held-out KG's first N "
+                        "(compares fits on more questions a KG on the same scored questions)")
     args = p.parse_args()
     if args.candidates is None and args.train_kgs is None:
         p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
@@ -111,17 +114,20 @@ def main() -> int:
         "candidates_file": str(path), "questions": len(rows), "kgs": len({r["kg"] for r in rows}),
         "search_p50_s": round(statistics.median(secs), 3), "search_p99_s": round(secs[int(0.99 * (len(secs) - 1))], 3),
         "hand_linear": top1(Ranker.load(DEFAULT_WEIGHTS_PATH), rows),
-        "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds,
+        "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, score_first=args.score_first,
                                     prior_examples=None if args.prior == "off" else train_examples()),
         "per_structure": per_structure(rows, pairs) if pairs else {},
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
     summary["fitted_kfold"].pop("per_fold", None)
     if args.prior == "both":
-        summary["fitted_kfold_no_prior"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds)
+        summary["fitted_kfold_no_prior"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds,
+                                                       score_first=args.score_first)
         for key in ("per_fold", "picks"):
             summary["fitted_kfold_no_prior"].pop(key)
-    summary["ranker_misses"] = ranker_misses(rows, summary["fitted_kfold"].pop("picks"))
+    picked = summary["fitted_kfold"].pop("picks")
+    kept = first_per_kg(rows, args.score_first)
+    summary["ranker_misses"] = ranker_misses([rows[i] for i in kept], [picked[i] for i in kept])
     json.dump(summary, sys.stdout, indent=2)
     print()
     if args.out:

@@ -16,7 +16,7 @@ import pytest
 from kb_dumps.ingest import ingest
 from kb_dumps.layout import StoreLayout
 from kbqa.training.ranker_data import read_candidates
-from kbqa.training.ranker_fit import DEFAULT_PARAMS, from_lightgbm, kfold_by_kg, relevance, top1
+from kbqa.training.ranker_fit import DEFAULT_PARAMS, first_per_kg, from_lightgbm, kfold_by_kg, relevance, top1
 from kbqa.training.train_kgs import is_trivial, list_kgs, read_questions
 from kbqa.translators.explore.features.structure import question_features
 from kbqa.translators.explore.rank.rankers import load_ranker
@@ -134,6 +134,12 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     before = (work / "candidates.jsonl").stat().st_size
     again = kfold_by_kg(rows, folds=2, rounds=10)
     assert again["n"] == 24 and (work / "candidates.jsonl").stat().st_size == before
+    # fitted on every question, scored on each held-out KG's first 2: 4 KGs x 2 questions, the others unpicked
+    first = kfold_by_kg(rows, folds=2, rounds=10, score_first=2)
+    scored = set(first_per_kg(rows, 2))
+    assert first["n"] == 8 and len(scored) == 8
+    assert all((p >= 0) == (i in scored and bool(rows[i]["candidates"])) for i, p in enumerate(first["picks"]))
+    assert len(first_per_kg(rows, None)) == 24
 
 
 def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict], tmp_path: Path) -> None:

@@ -208,17 +208,32 @@ def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50) -> dict[st
             "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
 
 
+def first_per_kg(rows: list[JsonObject], n: int | None) -> list[int]:
+    """Indices of each KG's first `n` rows in file order (all rows when `n` is None)."""
+    seen: Counter[str] = Counter()
+    out = []
+    for i, r in enumerate(rows):
+        seen[r["kg"]] += 1
+        if n is None or seen[r["kg"]] <= n:
+            out.append(i)
+    return out
+
+
 def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
-                prior_examples: list[Example] | None = None, **fit_kw: int | LgbParams | None) -> JsonObject:
+                prior_examples: list[Example] | None = None, score_first: int | None = None,
+                **fit_kw: int | LgbParams | None) -> JsonObject:
     """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's.
     With `prior_examples`, no prior a fold's questions read was fitted on that fold's KGs (the fit's own
-    out-of-fold prior is nested inside the k−1 folds)."""
+    out-of-fold prior is nested inside the k−1 folds). With `score_first`, every question of the train folds' KGs
+    is fitted on but only each held-out KG's first `score_first` questions are scored (the pooled figures are over
+    those; picks of the others stay −1): whether more questions a KG help, judged on the same scored questions."""
     fold_of = fold_of_kgs([r["kg"] for r in rows], folds, seed)
     prior_examples = prior_examples if prior_examples and has_shapes(rows) else None
+    scored = set(first_per_kg(rows, score_first))
     chosen = [-1] * len(rows)
     per_fold = []
     for k in range(folds):
-        test = [i for i, r in enumerate(rows) if fold_of[r["kg"]] == k]
+        test = [i for i, r in enumerate(rows) if fold_of[r["kg"]] == k and i in scored]
         train = [r for r in rows if fold_of[r["kg"]] != k]
         if not test or not train:
             continue
@@ -233,5 +248,6 @@ def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
         for i, pick in zip(test, got, strict=True):
             chosen[i] = pick
         per_fold.append(summarise(test_rows, got))
+    kept = sorted(scored)
     return {"folds": folds, "kgs": len(fold_of), "struct_prior": "out of fold" if prior_examples else "left out",
-            **summarise(rows, chosen), "per_fold": per_fold, "picks": chosen}
+            **summarise([rows[i] for i in kept], [chosen[i] for i in kept]), "per_fold": per_fold, "picks": chosen}

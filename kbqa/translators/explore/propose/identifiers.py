@@ -1,8 +1,8 @@
 """The identifier a question asks for by its generic word ("the ids of circuits", "show ids for all aircrafts"):
 the focus class's own identifier column, named in the schema after the class (*circuitid*, *card id* of *customers
 cards*, *stuid* of *student*, *aid* of *aircraft*) rather than the other classes' identifiers it also holds
-(*customer id* of *customers cards*). The name matcher links the bare word to every column ending in it, best
-none of them; this finds the one of the focus class."""
+(*customer id* of *customers cards*). The name matcher links the bare word to every column ending in it and
+prefers none of them; this finds the focus class's own."""
 
 from __future__ import annotations
 
