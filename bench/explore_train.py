@@ -91,6 +91,8 @@ def main() -> int:
     p.add_argument("--score-first", type=int, default=None, metavar="N",
                    help="fit on every question of the train folds' KGs, score only each held-out KG's first N "
                         "(compares fits on more questions a KG on the same scored questions)")
+    p.add_argument("--kg-cap", type=int, default=None, metavar="N",
+                   help="in each fit, a KG's questions beyond N weigh together as N (default: every question weighs 1)")
     args = p.parse_args()
     if args.candidates is None and args.train_kgs is None:
         p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
@@ -115,14 +117,15 @@ def main() -> int:
         "search_p50_s": round(statistics.median(secs), 3), "search_p99_s": round(secs[int(0.99 * (len(secs) - 1))], 3),
         "hand_linear": top1(Ranker.load(DEFAULT_WEIGHTS_PATH), rows),
         "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, score_first=args.score_first,
-                                    prior_examples=None if args.prior == "off" else train_examples()),
+                                    prior_examples=None if args.prior == "off" else train_examples(),
+                                    kg_cap=args.kg_cap),
         "per_structure": per_structure(rows, pairs) if pairs else {},
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
     summary["fitted_kfold"].pop("per_fold", None)
     if args.prior == "both":
         summary["fitted_kfold_no_prior"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds,
-                                                       score_first=args.score_first)
+                                                       score_first=args.score_first, kg_cap=args.kg_cap)
         for key in ("per_fold", "picks"):
             summary["fitted_kfold_no_prior"].pop(key)
     picked = summary["fitted_kfold"].pop("picks")

@@ -16,7 +16,17 @@ import pytest
 from kb_dumps.ingest import ingest
 from kb_dumps.layout import StoreLayout
 from kbqa.training.ranker_data import read_candidates
-from kbqa.training.ranker_fit import DEFAULT_PARAMS, first_per_kg, from_lightgbm, kfold_by_kg, relevance, top1
+from kbqa.training.ranker_fit import (
+    DEFAULT_PARAMS,
+    Dataset,
+    first_per_kg,
+    fit,
+    from_lightgbm,
+    kfold_by_kg,
+    kg_weights,
+    relevance,
+    top1,
+)
 from kbqa.training.train_kgs import is_trivial, list_kgs, read_questions
 from kbqa.translators.explore.features.structure import question_features
 from kbqa.translators.explore.rank.rankers import load_ranker
@@ -140,6 +150,25 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     assert first["n"] == 8 and len(scored) == 8
     assert all((p >= 0) == (i in scored and bool(rows[i]["candidates"])) for i, p in enumerate(first["picks"]))
     assert len(first_per_kg(rows, None)) == 24
+
+
+def test_a_large_kg_weighs_as_the_cap() -> None:
+    d = Dataset(["f"], np.zeros((9, 1)), np.zeros(9), [2, 3, 2, 2], [], ["big", "big", "big", "small"])
+    w = kg_weights(d, 2)
+    assert w.shape == (9,)
+    assert np.allclose(w[:7], 2 / 3) and np.allclose(w[7:], 1.0)  # 3 questions of "big" weigh as 2
+    assert np.allclose(kg_weights(d, 3), 1.0)  # no KG above the cap: every question weighs 1
+
+
+def test_a_cap_above_every_kg_fits_the_same_trees(fitted: tuple[Path, Path, dict]) -> None:
+    work, _out, _report = fitted
+    rows = read_candidates(work / "candidates.jsonl")
+    plain, capped = fit(rows, rounds=10), fit(rows, rounds=10, kg_cap=100)
+    assert capped.meta["kg_cap"] == 100 and "kg_cap" not in plain.meta
+    feats = [c["features"] for r in rows for c in r["candidates"]]
+    assert np.allclose(plain.score_dicts(feats), capped.score_dicts(feats))
+    small = fit(rows, rounds=10, kg_cap=1)  # each KG weighs as one question: another fit
+    assert not np.allclose(plain.score_dicts(feats), small.score_dicts(feats))
 
 
 def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict], tmp_path: Path) -> None:

@@ -71,3 +71,29 @@ def test_registry_and_plain_function(wikidata_mini_store) -> None:
     assert "structure" in TRANSLATORS.names()
     ans = structured_answer("Where was Sally Field born?", wikidata_mini_store)
     assert ans.sparql and ans.to_dict()["slots"]
+
+
+def _mention(question: str, name: str, prior: float = 0.9):
+    from kbqa.translators.mentions import Mention
+
+    start = question.index(name)
+    return Mention(start, start + len(name), name, name.lower(), 1.0, prior)
+
+
+def test_the_chooser_reads_the_words_around_the_entities_as_one_form() -> None:
+    from kbqa.translators.structure.features import mention_features
+
+    def masked(question: str, *names: str, prior: float = 0.9) -> set[str]:
+        feats = mention_features([_mention(question, n, prior) for n in names], question)
+        return {f for f in feats if f.split(":")[0] in ("mb", "mt", "mf3", "ml2")}
+
+    a = masked("Who composed the score of Blue Harbour Nights?", "Blue Harbour Nights")
+    b = masked("Who composed the score of Ode?", "Ode")  # another name, the same form
+    assert a == b and "mt:score_of_ent" in a and "ml2:of_ent" in a and "mf3:who_composed_the" in a
+    other = masked("Which river flows through Ode?", "Ode")  # another form
+    assert not other & {"mt:score_of_ent", "mf3:who_composed_the"} and "ml2:through_ent" in other
+    # a mention whose prior is too low to count as an entity stays a word
+    assert "ml2:of_ent" not in masked("Who composed the score of Ode?", "Ode", prior=0.1)
+    # no question: the entity counts alone, as the model before these features read them
+    plain = mention_features([_mention("Who composed the score of Ode?", "Ode")])
+    assert plain == ["e2:1", "e5:1"]

@@ -65,6 +65,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--prior-train", type=Path, default=None, metavar="FILE",
                    help="--ranker: the structure prior's train pairs (Spider4SPARQL train.json[.gz]; default the "
                         "bundled copy); the trees read the prior set out of fold by KG from them")
+    p.add_argument("--kg-cap", type=integer(1, None, "a number of questions"), default=None, metavar="N",
+                   help="--ranker: a KG's questions beyond N weigh together as N in the fit, so a few large KGs do "
+                        "not decide what the trees learn (default: every question weighs 1)")
     p.add_argument("--no-prior", action="store_true",
                    help="--ranker: leave the structure prior out of the trees' features")
     add_store_flag(p)
@@ -151,14 +154,17 @@ def _run_ranker(args: argparse.Namespace) -> int:
     report: dict[str, object] = {"questions": len(rows), "kgs": len({r["kg"] for r in rows}),
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:
-        report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, prior_examples=prior_examples)
+        report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, prior_examples=prior_examples,
+                                      kg_cap=args.kg_cap)
         report["kfold"].pop("picks")
     command = "kbqa train --ranker " + " ".join(
         [f"--train-kgs {args.train_kgs} --per-kg {args.per_kg}"] * bool(args.train_kgs) +
         [f"--set {s}" for s in args.sets] + [f"--questions {args.questions}"] * bool(args.questions and args.sets) +
         [f"--candidates {c}" for c in args.candidates] + [f"--budget {args.budget:g} --rounds {args.rounds}"] +
+        [f"--kg-cap {args.kg_cap}"] * bool(args.kg_cap) +
         ["--no-prior"] * args.no_prior + [f"--prior-train {args.prior_train}"] * bool(args.prior_train))
-    ranker = fit(rows, rounds=args.rounds, meta={"command": command}, prior_examples=prior_examples)
+    ranker = fit(rows, rounds=args.rounds, meta={"command": command}, prior_examples=prior_examples,
+                 kg_cap=args.kg_cap)
     if args.out:
         out = args.out
     elif args.sets and not args.train_kgs:

@@ -55,6 +55,7 @@ class Dataset:
     y: np.ndarray
     groups: list[int]  # candidates per question, in row order
     rows: list[JsonObject]  # the questions (with or without candidates)
+    kgs: list[str] | None = None  # each group's KG
 
 
 def vocabulary(rows: list[JsonObject], min_word_count: int, left_out: tuple[str, ...] = LEFT_OUT) -> list[str]:
@@ -76,10 +77,11 @@ def vocabulary(rows: list[JsonObject], min_word_count: int, left_out: tuple[str,
 
 def make_dataset(rows: list[JsonObject], names: list[str]) -> Dataset:
     index = {n: i for i, n in enumerate(names)}
-    xs, ys, groups = [], [], []
-    for _r, feats, f1s in iter_groups(rows):
+    xs, ys, groups, kgs = [], [], [], []
+    for row, feats, f1s in iter_groups(rows):
         if not feats:
             continue
+        kgs.append(str(row.get("kg", "")))
         x = np.zeros((len(feats), len(names)))
         for r, f in enumerate(feats):
             for k, v in f.items():
@@ -90,30 +92,39 @@ def make_dataset(rows: list[JsonObject], names: list[str]) -> Dataset:
         ys.append(np.array([relevance(v) for v in f1s]))
         groups.append(len(feats))
     if not xs:
-        return Dataset(names, np.zeros((0, len(names))), np.zeros(0), [], rows)
-    return Dataset(names, np.vstack(xs), np.concatenate(ys), groups, rows)
+        return Dataset(names, np.zeros((0, len(names))), np.zeros(0), [], rows, [])
+    return Dataset(names, np.vstack(xs), np.concatenate(ys), groups, rows, kgs)
 
 
 def _informative(d: Dataset) -> Dataset:
     """Only the questions whose candidates differ in relevance."""
-    keep_x, keep_y, keep_g = [], [], []
+    keep_x, keep_y, keep_g, keep_k = [], [], [], []
     start = 0
-    for n in d.groups:
+    for n, kg in zip(d.groups, d.kgs or [""] * len(d.groups), strict=True):
         y = d.y[start:start + n]
         if y.max() > y.min():
             keep_x.append(d.x[start:start + n])
             keep_y.append(y)
             keep_g.append(n)
+            keep_k.append(kg)
         start += n
     if not keep_x:
         raise KBQAError("no train question has both a right and a wrong candidate: nothing to learn from",
                         stage="usage")
-    return Dataset(d.names, np.vstack(keep_x), np.concatenate(keep_y), keep_g, d.rows)
+    return Dataset(d.names, np.vstack(keep_x), np.concatenate(keep_y), keep_g, d.rows, keep_k)
+
+
+def kg_weights(d: Dataset, cap: int) -> np.ndarray:
+    """Per-candidate weights under which a KG with more than `cap` informative questions weighs as `cap` of them
+    (each of its questions `cap / n`): a few large KGs do not decide what the trees learn."""
+    per_kg = Counter(d.kgs or [])
+    return np.concatenate([np.full(n, min(1.0, cap / per_kg[kg])) for n, kg in zip(d.groups, d.kgs or [], strict=True)])
 
 
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
         params: LgbParams | None = None, meta: JsonObject | None = None,
-        prior_examples: list[Example] | None = None) -> TreeRanker:
+        prior_examples: list[Example] | None = None, kg_cap: int | None = None) -> TreeRanker:
+    """The fitted trees (`kg_cap`: a KG's questions beyond that many weigh together as that many, `kg_weights`)."""
     try:
         import lightgbm as lgb
     except ImportError:
@@ -127,11 +138,13 @@ def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count:
     data = _informative(make_dataset(rows, names))
     p = {**DEFAULT_PARAMS, **(params or {})}
     p["min_data_in_leaf"] = max(1, min(int(p["min_data_in_leaf"]), len(data.y) // 10 or 1))
-    booster = lgb.train(p, lgb.Dataset(data.x, data.y, group=data.groups, feature_name=_safe(names),
+    weight = kg_weights(data, kg_cap) if kg_cap else None
+    booster = lgb.train(p, lgb.Dataset(data.x, data.y, group=data.groups, weight=weight, feature_name=_safe(names),
                                        free_raw_data=False), num_boost_round=rounds)
     info = {"fitted_on": {"questions": len(rows), "informative": len(data.groups), "candidates": int(len(data.y)),
                           "kgs": len({r["kg"] for r in rows})},
             "learner": f"lightgbm {lgb.__version__} lambdarank", "rounds": rounds, "min_word_count": min_word_count,
+            **({"kg_cap": kg_cap} if kg_cap else {}),
             "struct_prior": prior_note,
             **(meta or {})}
     return from_lightgbm(booster.dump_model(), names, info)

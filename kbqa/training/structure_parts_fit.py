@@ -120,7 +120,7 @@ def mention_extras(examples: list[Example], store_dir: Path, prior: dict[str, An
     try:
         detector = MentionDetector(open_lexicon(store_dir), memory,
                                    MentionPrior(spans=prior["spans"], words=prior["words"]))
-        return {e.id: tuple(mention_features(detector.detect(e.question))) for e in examples}
+        return {e.id: tuple(mention_features(detector.detect(e.question), e.question)) for e in examples}
     finally:
         memory.close()
 

@@ -1,6 +1,7 @@
 """The features of `explore`'s candidates that need more than the graph itself: similarity of the question to
 each one-hop predicate (`rel_sim`) and to each candidate's verbalisation (`vsim`), lexical overlap with the
-graph's labels (`lex_p` / `lex_r`), and the case bank's second opinions — which predicate and direction the
+graph's labels (`lex_p` / `lex_r`), how its answer columns line up with the attributes the question names
+(`p_*`, features/projection.py), and the case bank's second opinions — which predicate and direction the
 nearest solved questions use (`case_vote`) and which entity the `cases` translator would fill (`case_entity`).
 The structural features are set where the candidates are built (propose/), the structure prior in
 features/prior.py, the graph's structure and the question's words in features/structure.py.
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.features.projection import add_projection_features
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.lower.text import verbalise
 from kbqa.translators.explore.query import Graph
@@ -36,6 +38,7 @@ class CandidateFeatures:
         self.case_vote(question, a, graphs)
         self.case_entity(question, a, graphs)
         self.graph_similarity(question, graphs)
+        add_projection_features(self.ctx.schema, a, graphs)
 
     def relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
