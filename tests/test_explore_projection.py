@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from kb_dumps.ingest import ingest
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.lower.text import verbalise
 
@@ -26,11 +25,10 @@ NAME, AGE = f"{EX}memberName", f"{EX}age"
 
 
 @pytest.fixture(scope="module")
-def gym(tmp_path_factory: pytest.TempPathFactory) -> ExploreTranslator:
-    folder = tmp_path_factory.mktemp("projection")
-    (folder / "gym.ttl").write_text(GYM, encoding="utf-8")
-    ingest([folder / "gym.ttl"], folder / "gym", profile="generic", progress=False)
-    tr = ExploreTranslator(folder / "gym", fallback="never")
+def gym(tmp_path_factory: pytest.TempPathFactory, ingest_dumps) -> ExploreTranslator:
+    ttl = tmp_path_factory.mktemp("projection") / "gym.ttl"
+    ttl.write_text(GYM, encoding="utf-8")
+    tr = ExploreTranslator(ingest_dumps([ttl], "gym"), fallback="never")
     yield tr
     tr.close()
 

@@ -55,7 +55,7 @@ class Dataset:
     y: np.ndarray
     groups: list[int]  # candidates per question, in row order
     rows: list[JsonObject]  # the questions (with or without candidates)
-    kgs: list[str] | None = None  # each group's KG
+    kgs: list[str]  # each group's KG
 
 
 def vocabulary(rows: list[JsonObject], min_word_count: int, left_out: tuple[str, ...] = LEFT_OUT) -> list[str]:
@@ -100,7 +100,7 @@ def _informative(d: Dataset) -> Dataset:
     """Only the questions whose candidates differ in relevance."""
     keep_x, keep_y, keep_g, keep_k = [], [], [], []
     start = 0
-    for n, kg in zip(d.groups, d.kgs or [""] * len(d.groups), strict=True):
+    for n, kg in zip(d.groups, d.kgs, strict=True):
         y = d.y[start:start + n]
         if y.max() > y.min():
             keep_x.append(d.x[start:start + n])
@@ -117,8 +117,8 @@ def _informative(d: Dataset) -> Dataset:
 def kg_weights(d: Dataset, cap: int) -> np.ndarray:
     """Per-candidate weights under which a KG with more than `cap` informative questions weighs as `cap` of them
     (each of its questions `cap / n`): a few large KGs do not decide what the trees learn."""
-    per_kg = Counter(d.kgs or [])
-    return np.concatenate([np.full(n, min(1.0, cap / per_kg[kg])) for n, kg in zip(d.groups, d.kgs or [], strict=True)])
+    per_kg = Counter(d.kgs)
+    return np.concatenate([np.full(n, min(1.0, cap / per_kg[kg])) for n, kg in zip(d.groups, d.kgs, strict=True)])
 
 
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,

@@ -19,7 +19,7 @@ from typing import Any
 from eval.skeleton import fill
 from grounding.embedder import get_embedder
 from kbqa.translators.mentions import MentionDetector, MentionPrior, choose, mask
-from kbqa.translators.structure.features import cue_shape_features, mention_features
+from kbqa.translators.structure.features import cue_shape_features, mention_counts, mention_features
 from kbqa.translators.structure.model import SkeletonModel
 from kbqa.translators.structure.slots import (
     NEUTRAL,
@@ -106,11 +106,10 @@ class StructureModel:
         """The chooser's `top` skeletons, each filled, with the re-ranker's features (chooser rank and probability
         relative to the first, slot evidence, whether the skeleton fits the properties asked for, question cues x
         skeleton shape)."""
-        mfeats = mention_features(mentions, question)
-        tops = self.chooser.predict(question, top=top, extra=tuple(mfeats))
+        counts = mention_counts(mentions)
+        tops = self.chooser.predict(question, top=top, extra=tuple(mention_features(mentions, question)))
         near: dict[str, list[tuple[int, float]]] = {}  # masked text -> neighbours, shared by the skeletons
         cands = [self._fill(question, sk, prob, mentions, near) for sk, prob in tops]
-        counts = {k: float(v) for k, v in (x.split(":") for x in mfeats if x[:3] in ("e2:", "e5:"))}
         first = math.log(max(tops[0][1], 1e-6)) if tops else 0.0
         for rank, c in enumerate(cands):
             f = c.features

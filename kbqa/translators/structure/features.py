@@ -25,25 +25,34 @@ def words(question: str) -> list[str]:
     return [_DIGIT.sub("0", normalize(w)) or w for w in _WORD.findall(question)]
 
 
-def mention_features(mentions: list[Any], question: str = "") -> list[str]:
-    """How many entities the question names: non-overlapping mentions whose learned prior passes 0.2 / 0.5; with
-    `question`, also the n-grams of its words around the entities, each chosen mention written `ENT` ("what is the
-    ENT of ENT" is one form whatever the names): masked bigrams and trigrams, the first three words and the last
-    two."""
+ENTITY_PRIORS = (("e2", 0.2), ("e5", 0.5))  # a mention counts as an entity when its learned prior passes these
+
+
+def mention_counts(mentions: list[Any]) -> dict[str, int]:
+    """How many entities the question names: non-overlapping mentions whose learned prior passes 0.2 / 0.5."""
+    from kbqa.translators.mentions import choose
+
+    return {tag: len(choose([m for m in mentions if m.prior >= th], 4)) for tag, th in ENTITY_PRIORS}
+
+
+def masked_ngrams(mentions: list[Any], question: str) -> list[str]:
+    """The n-grams of the question's words around its entities, each chosen mention (prior ≥ 0.2) written `ENT`
+    ("what is the ENT of ENT" is one form whatever the names): masked bigrams and trigrams, the first three words
+    and the last two."""
     from kbqa.translators.mentions import choose, mask
 
-    out = []
-    for tag, th in (("e2", 0.2), ("e5", 0.5)):
-        k = len(choose([m for m in mentions if m.prior >= th], 4))
-        out.append(f"{tag}:{k}")
-    if question:
-        spans = [(m.start, m.end) for m in choose([m for m in mentions if m.prior >= 0.2], 4)]
-        ws = words(mask(question, spans, " ENT "))
-        out += sorted({f"mb:{a}_{b}" for a, b in zip(ws, ws[1:], strict=False)} |
-                      {f"mt:{a}_{b}_{c}" for a, b, c in zip(ws, ws[1:], ws[2:], strict=False)})
-        if ws:
-            out += [f"mf3:{'_'.join(ws[:3])}", f"ml2:{'_'.join(ws[-2:])}"]
-    return out
+    spans = [(m.start, m.end) for m in choose([m for m in mentions if m.prior >= ENTITY_PRIORS[0][1]], 4)]
+    ws = words(mask(question, spans, " ENT "))
+    out = sorted({f"mb:{a}_{b}" for a, b in zip(ws, ws[1:], strict=False)} |
+                 {f"mt:{a}_{b}_{c}" for a, b, c in zip(ws, ws[1:], ws[2:], strict=False)})
+    return out + ([f"mf3:{'_'.join(ws[:3])}", f"ml2:{'_'.join(ws[-2:])}"] if ws else [])
+
+
+def mention_features(mentions: list[Any], question: str = "") -> list[str]:
+    """The chooser's features from the question's mentions: the entity counts (`e2:k`, `e5:k`) and, with
+    `question`, the masked n-grams (`masked_ngrams`)."""
+    out = [f"{tag}:{k}" for tag, k in mention_counts(mentions).items()]
+    return out + (masked_ngrams(mentions, question) if question else [])
 
 
 def sparse_features(question: str, extra: Iterable[str] = ()) -> list[str]:
