@@ -15,6 +15,7 @@ import pytest
 
 from kb_dumps.ingest import ingest
 from kb_dumps.layout import StoreLayout
+from kb_dumps.stage_errors import KBQAError
 from kbqa.training.ranker_data import read_candidates
 from kbqa.training.ranker_fit import (
     DEFAULT_PARAMS,
@@ -158,6 +159,26 @@ def test_a_large_kg_weighs_as_the_cap() -> None:
     assert w.shape == (9,)
     assert np.allclose(w[:7], 2 / 3) and np.allclose(w[7:], 1.0)  # 3 questions of "big" weigh as 2
     assert np.allclose(kg_weights(d, 3), 1.0)  # no KG above the cap: every question weighs 1
+
+
+def test_a_named_kg_or_set_weighs_what_it_is_given() -> None:
+    d = Dataset(["f"], np.zeros((9, 1)), np.zeros(9), [2, 3, 2, 2], [], ["big", "big", "big", "small"])
+    w = kg_weights(d, None, {"small": 3.0})
+    assert np.allclose(w[:7], 1.0) and np.allclose(w[7:], 3.0)
+    both = kg_weights(d, 2, {"big": 0.5})  # the cap and the weight multiply
+    assert np.allclose(both[:7], 1 / 3) and np.allclose(both[7:], 1.0)
+
+
+def test_a_weight_of_one_fits_the_same_trees_and_an_unknown_name_is_refused(fitted: tuple[Path, Path, dict]) -> None:
+    work, _out, _report = fitted
+    rows = read_candidates(work / "candidates.jsonl")
+    kg = rows[0]["kg"]
+    plain, weighed = fit(rows, rounds=10), fit(rows, rounds=10, weights={kg: 1.0})
+    assert weighed.meta["weights"] == {kg: 1.0} and "weights" not in plain.meta
+    feats = [c["features"] for r in rows for c in r["candidates"]]
+    assert np.allclose(plain.score_dicts(feats), weighed.score_dicts(feats))
+    with pytest.raises(KBQAError, match="no-such-set"):
+        fit(rows, rounds=10, weights={"no-such-set": 2.0})
 
 
 def test_a_cap_above_every_kg_fits_the_same_trees(fitted: tuple[Path, Path, dict]) -> None:

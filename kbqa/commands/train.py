@@ -17,6 +17,20 @@ from kbqa.commands.common import (
     subparser,
 )
 
+
+def _weight(text: str) -> tuple[str, float]:
+    """`--weight NAME=W`: a KG's or set's name and what each of its questions weighs (W > 0)."""
+    name, eq, w = text.rpartition("=")
+    try:
+        value = float(w)
+    except ValueError:
+        value = -1.0
+    if not (eq and name) or not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: write NAME=W with W a number above 0, e.g. "
+                                         "simplequestions-train=5")
+    return name, value
+
+
 EXAMPLE = """kbqa models fetch smollm2-135m && kbqa cases build
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 60
   kbqa train --base smollm2-135m --out adapters/smol --max-steps 120   (resumes at step 60)
@@ -68,6 +82,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--kg-cap", type=integer(1, None, "a number of questions"), default=None, metavar="N",
                    help="--ranker: a KG's questions beyond N weigh together as N in the fit, so a few large KGs do "
                         "not decide what the trees learn (default: every question weighs 1)")
+    p.add_argument("--weight", action="append", default=[], metavar="NAME=W", type=_weight,
+                   help="--ranker: each question of the train KG or --set NAME weighs W in the fit (repeatable; "
+                        "default 1). The shipped trees weigh simplequestions-train 5, chosen on SimpleQuestions train "
+                        "questions no fit saw")
     p.add_argument("--no-prior", action="store_true",
                    help="--ranker: leave the structure prior out of the trees' features")
     add_store_flag(p)
@@ -155,16 +173,16 @@ def _run_ranker(args: argparse.Namespace) -> int:
                                  "candidates": [str(f) for f in dict.fromkeys(files)]}
     if args.folds > 1:
         report["kfold"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, prior_examples=prior_examples,
-                                      kg_cap=args.kg_cap)
+                                      kg_cap=args.kg_cap, weights=dict(args.weight) or None)
         report["kfold"].pop("picks")
     command = "kbqa train --ranker " + " ".join(
         [f"--train-kgs {args.train_kgs} --per-kg {args.per_kg}"] * bool(args.train_kgs) +
         [f"--set {s}" for s in args.sets] + [f"--questions {args.questions}"] * bool(args.questions and args.sets) +
         [f"--candidates {c}" for c in args.candidates] + [f"--budget {args.budget:g} --rounds {args.rounds}"] +
-        [f"--kg-cap {args.kg_cap}"] * bool(args.kg_cap) +
+        [f"--kg-cap {args.kg_cap}"] * bool(args.kg_cap) + [f"--weight {k}={w:g}" for k, w in args.weight] +
         ["--no-prior"] * args.no_prior + [f"--prior-train {args.prior_train}"] * bool(args.prior_train))
     ranker = fit(rows, rounds=args.rounds, meta={"command": command}, prior_examples=prior_examples,
-                 kg_cap=args.kg_cap)
+                 kg_cap=args.kg_cap, weights=dict(args.weight) or None)
     if args.out:
         out = args.out
     elif args.sets and not args.train_kgs:

@@ -134,12 +134,14 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
 
 
 def iter_groups(rows: list[JsonObject]) -> Iterator[tuple[JsonObject, list[dict[str, float]], list[float]]]:
-    """Per question: its row, each candidate's full features (the question's words added back) and F1."""
+    """Per question: its row, each candidate's full features (the question's words and the listwise `d:*` added
+    back) and F1."""
+    from kbqa.translators.explore.features.listwise import with_list_features
     from kbqa.translators.explore.features.structure import question_features
 
     for r in rows:
         qf = question_features(r["text"])
-        feats = [{**c["features"], **qf} for c in r["candidates"]]
+        feats = with_list_features([{**c["features"], **qf} for c in r["candidates"]])
         yield r, feats, [float(c["f1"]) for c in r["candidates"]]
 
 

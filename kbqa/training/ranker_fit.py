@@ -114,17 +114,23 @@ def _informative(d: Dataset) -> Dataset:
     return Dataset(d.names, np.vstack(keep_x), np.concatenate(keep_y), keep_g, d.rows, keep_k)
 
 
-def kg_weights(d: Dataset, cap: int) -> np.ndarray:
+def kg_weights(d: Dataset, cap: int | None, by_kg: dict[str, float] | None = None) -> np.ndarray:
     """Per-candidate weights under which a KG with more than `cap` informative questions weighs as `cap` of them
-    (each of its questions `cap / n`): a few large KGs do not decide what the trees learn."""
+    (each of its questions `cap / n`): a few large KGs do not decide what the trees learn; and each question of a
+    KG or set named in `by_kg` weighs that much more (a question style the train KGs hardly hold, SimpleQuestions'
+    one-hop questions, is not outvoted by them)."""
     per_kg = Counter(d.kgs)
-    return np.concatenate([np.full(n, min(1.0, cap / per_kg[kg])) for n, kg in zip(d.groups, d.kgs, strict=True)])
+    by_kg = by_kg or {}
+    return np.concatenate([np.full(n, (min(1.0, cap / per_kg[kg]) if cap else 1.0) * by_kg.get(kg, 1.0))
+                           for n, kg in zip(d.groups, d.kgs, strict=True)])
 
 
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
         params: LgbParams | None = None, meta: JsonObject | None = None,
-        prior_examples: list[Example] | None = None, kg_cap: int | None = None) -> TreeRanker:
-    """The fitted trees (`kg_cap`: a KG's questions beyond that many weigh together as that many, `kg_weights`)."""
+        prior_examples: list[Example] | None = None, kg_cap: int | None = None,
+        weights: dict[str, float] | None = None) -> TreeRanker:
+    """The fitted trees (`kg_cap`: a KG's questions beyond that many weigh together as that many; `weights`: what
+    each question of a KG or set weighs; `kg_weights`)."""
     try:
         import lightgbm as lgb
     except ImportError:
@@ -138,13 +144,16 @@ def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count:
     data = _informative(make_dataset(rows, names))
     p = {**DEFAULT_PARAMS, **(params or {})}
     p["min_data_in_leaf"] = max(1, min(int(p["min_data_in_leaf"]), len(data.y) // 10 or 1))
-    weight = kg_weights(data, kg_cap) if kg_cap else None
+    unknown = sorted(set(weights or {}) - {str(r.get("kg", "")) for r in rows})
+    if unknown:
+        raise KBQAError(f"--weight names {', '.join(unknown)}: no candidates file holds questions of it", stage="usage")
+    weight = kg_weights(data, kg_cap, weights) if kg_cap or weights else None
     booster = lgb.train(p, lgb.Dataset(data.x, data.y, group=data.groups, weight=weight, feature_name=_safe(names),
                                        free_raw_data=False), num_boost_round=rounds)
     info = {"fitted_on": {"questions": len(rows), "informative": len(data.groups), "candidates": int(len(data.y)),
                           "kgs": len({r["kg"] for r in rows})},
             "learner": f"lightgbm {lgb.__version__} lambdarank", "rounds": rounds, "min_word_count": min_word_count,
-            **({"kg_cap": kg_cap} if kg_cap else {}),
+            **({"kg_cap": kg_cap} if kg_cap else {}), **({"weights": dict(weights)} if weights else {}),
             "struct_prior": prior_note,
             **(meta or {})}
     return from_lightgbm(booster.dump_model(), names, info)
@@ -234,7 +243,7 @@ def first_per_kg(rows: list[JsonObject], n: int | None) -> list[int]:
 
 def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
                 prior_examples: list[Example] | None = None, score_first: int | None = None,
-                **fit_kw: int | LgbParams | None) -> JsonObject:
+                **fit_kw: int | LgbParams | dict[str, float] | None) -> JsonObject:
     """Fit on the KGs of k−1 folds, pick on the held-out fold's KGs; the pooled figures and each fold's.
     With `prior_examples`, no prior a fold's questions read was fitted on that fold's KGs (the fit's own
     out-of-fold prior is nested inside the k−1 folds). With `score_first`, every question of the train folds' KGs

@@ -6,10 +6,12 @@ linked attributes and related classes allow — the plain projection (and DISTIN
 / SUM of each numeric attribute (alone and per value of another attribute; several of one attribute and one of
 two attributes in one query, feature `multi_agg`), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute
 value (and its most / least common value), related items counted per focus item (and the focus item with the most
-/ fewest), HAVING a count against a number of the question, and NOT EXISTS of a related class. Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words
-(features/structure.py), so which shape a question asks for is learned from the train KGs, not typed here. A
-shape the cue reading also gave is kept once, with the cue reading's features (the search dedupes by key).
-Group-by shapes also project their aggregate: a table with the count beside each value answers the question
+/ fewest), HAVING a count against a number of the question, NOT EXISTS of a related class, a related item's
+display column beside the focus's attributes (`related_shown`), and counts and aggregates per value of the
+focus's own key column for a class the question names (`key_twins`, feature `key_twin`). Each carries the
+feature `ungated` = 1; the fitted ranker weighs it with the question's words (features/structure.py), so which
+shape a question asks for is learned from the train KGs, not typed here. A shape the cue reading also gave is
+kept once, with the cue reading's features (the search dedupes by key). Group-by shapes also project their aggregate: a table with the count beside each value answers the question
 and shows what ranked it.
 """
 
@@ -179,17 +181,27 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
         for desc in (True, False):
             yield shape([()] + paths, order=(path, desc), limit=1, features=date)
     numbers = sorted({n[0] for n in a.cues.numbers})
-    for key in attrs[:MAX_GROUP_KEYS]:
-        yield shape([()], aggs=[("COUNT_DISTINCT", key[0])])  # how many different values
-        yield shape([key[0]], aggs=[("COUNT", None)], group=True)
+    twins = [t for t in key_twins(s, a, focus, spans) if t[0] not in paths]
+    for key in attrs[:MAX_GROUP_KEYS] + twins:
+        kf = {"key_twin": 1.0} if key in twins else None
+        if key not in twins:
+            yield shape([()], aggs=[("COUNT_DISTINCT", key[0])])  # how many different values
+        yield shape([key[0]], aggs=[("COUNT", None)], group=True, features=kf)
         for desc in (True, False):
-            yield shape([key[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1)
+            yield shape([key[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1, features=kf)
         for value in numbers[:2]:  # "the cities with at least 15 stations": values counted, then compared
             for op in HAVING_OPS:
-                yield shape([key[0]], aggs=[("COUNT", None)], group=True, having=(op, value, ()))
+                yield shape([key[0]], aggs=[("COUNT", None)], group=True, having=(op, value, ()), features=kf)
+    for x in numeric:  # "the average price for each maker": an aggregate per value of a key column
+        for key in twins:
+            for fn in AGGREGATES:
+                yield shape([key[0]], aggs=[(fn, x[0])], group=True, features={"key_twin": 1.0})
     for path, lk, cls_span in related:
         sp = attr_spans + [cls_span]
         shown = paths or [()]
+        col = s.display.of(lk.iri) if s.display is not None and path else None
+        if col is not None:  # "each race's name and the name of its track": the related item's name beside
+            yield shape([()] + paths + [path + (Step(col),)], sp=sp, features={"related_shown": 1.0})
         yield shape(shown, aggs=[("COUNT", path)], group=True, sp=sp)
         for desc in (True, False):
             yield shape(shown, aggs=[("COUNT", path)], group=True, order=(None, desc), limit=1, sp=sp)
@@ -198,6 +210,42 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
         for value in numbers[:2]:
             for op in HAVING_OPS:
                 yield shape(shown, aggs=[("COUNT", path)], group=True, having=(op, value, path), sp=sp)
+
+
+def key_twins(s: Probe, a: Anchors, focus: str, spans: list[tuple[int, int]]) -> list[Attr]:
+    """The focus's own key columns that stand for a class the question names: a predicate into that class whose
+    name ends with the focus column's name, or (the predicate's subject untyped) is named as the column with one
+    more word. W3C Direct Mapping writes a foreign key twice, `student#ref-dept_code` to the department and
+    `student#dept_code` with the code; a table without a primary key gets blank subjects, and its links may not
+    reach its typed rows at all. Grouped by, the column counts or aggregates the focus items per related item as
+    the table stores them ("the number of students for each department"), with no join."""
+    own = [p for p in s.schema.predicates_of(focus) if s.schema.predicates[p].literal]
+    out: list[Attr] = []
+    for lk in a.classes:
+        if lk.iri == focus or any(lk.span == sp for sp in spans):
+            continue
+        for r in s.schema.predicates_into(lk.iri):
+            ref = s.schema.predicates[r]
+            if ref.domains and focus not in ref.domains:
+                continue
+            twin = _twin(s, own, ref.label.split() if ref.domains else ref.name.split(), by_name=not ref.domains)
+            if twin and all(twin != x[0][0].pred for x in out):
+                out.append(((Step(twin),), lk))
+    return out[:MAX_GROUP_KEYS]
+
+
+def _twin(s: Probe, own: list[str], words: list[str], *, by_name: bool) -> str | None:
+    """The first of `own` whose label ends `words` (a link's label), or whose full name is `words` (a link's full
+    name) with one word left out."""
+    for p in own:
+        info = s.schema.predicates[p]
+        mine = (info.name if by_name else info.label).split()
+        if by_name:
+            if len(mine) == len(words) - 1 and any(words[:i] + words[i + 1:] == mine for i in range(len(words))):
+                return p
+        elif 0 < len(mine) < len(words) and words[-len(mine):] == mine:
+            return p
+    return None
 
 
 def _is_date(s: Probe, path: Path) -> bool:

@@ -52,8 +52,9 @@ class Ranker:
     def score_all(self, graphs: list[Graph]) -> list[float]:
         return [self.score(g) for g in graphs]
 
-    def contributions(self, g: Graph, top: int = 5) -> dict[str, float]:
-        """The weighted features that moved this candidate's score most (signed), largest first."""
+    def contributions(self, g: Graph, top: int = 5, among: list[Graph] | None = None) -> dict[str, float]:
+        """The weighted features that moved this candidate's score most (signed), largest first (`among`: unused,
+        a linear score reads no other candidate)."""
         parts = {k: self.weights.get(k, 0.0) * v for k, v in self.features(g).items()}
         ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
         return {k: round(v, 4) for k, v in ranked if v != 0.0}

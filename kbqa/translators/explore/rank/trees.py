@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kb_dumps.json_types import JsonObject
+from kbqa.translators.explore.features.listwise import with_list_features
 from kbqa.translators.explore.features.structure import graph_features
 from kbqa.translators.explore.query import Graph
 
@@ -107,8 +108,9 @@ class TreeRanker:
         return x
 
     def score_dicts(self, feats: list[dict[str, float]]) -> np.ndarray:
-        """Scores of candidates given as named feature dicts (features the trees do not use are ignored)."""
-        x = self.matrix(feats)
+        """Scores of one question's candidates given as named feature dicts (features the trees do not use are
+        ignored; the listwise `d:*` are added here, read against these candidates)."""
+        x = self.matrix(with_list_features(feats))
         if not self.trees or not feats:
             return np.full(len(feats), self.base)
         node = np.repeat(self._roots[:, None], len(feats), axis=1)  # (trees, candidates)
@@ -128,9 +130,12 @@ class TreeRanker:
     def score(self, g: Graph) -> float:
         return self.score_all([g])[0]
 
-    def contributions(self, g: Graph, top: int = 5) -> dict[str, float]:
-        """The features that moved this candidate's score most (signed), largest first."""
-        x = self.matrix([self.features(g)])[0]
+    def contributions(self, g: Graph, top: int = 5, among: list[Graph] | None = None) -> dict[str, float]:
+        """The features that moved this candidate's score most (signed), largest first; `among`: the candidates it
+        was ranked with (the listwise `d:*` read it against them; alone, it is its own best)."""
+        others = [h for h in among or [] if h is not g]
+        feats = with_list_features([self.features(g)] + [self.features(h) for h in others])
+        x = self.matrix(feats[:1])[0]
         out = np.zeros(len(self.names))
         for t in self.trees:
             t.path_contributions(x, out)
