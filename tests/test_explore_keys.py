@@ -62,8 +62,9 @@ def test_a_foreign_key_link_has_its_code_column_as_twin(shops: ExploreTranslator
         assert _twins(shops, q, "staff") == ["staff#shop_code"], q
     # a keyless table: its link's subjects are untyped, the twin is found by the link's name
     assert _twins(shops, "What is the total sale amount for each shop?", "sale") == ["sale#shop_code"]
-    # no other class named: no twin
+    # no other class named: no twin; and a shop holds no column that stands for its staff
     assert _twins(shops, "How many staff are there?", "staff") == []
+    assert _twins(shops, "How many staff work in each shop?", "shop") == []
 
 
 @pytest.mark.parametrize("question", ["How many staff work in each shop?", "Count the staff per shop."])
