@@ -169,7 +169,7 @@ class ExploreTranslator(Translator):
             if self.chooser is not None else None
         best = ranked[chosen["used"] - 1] if chosen else ranked[0]
         return translation(self.ctx, best, anchors, ranked, info, ranker=ranker_info(self.ranker),
-                           contributions=lambda g: self.ranker.contributions(g, among=ranked),
+                           contributions=self.ranker.explainer(ranked),
                            chosen=chosen, seconds=time.perf_counter() - t0)
 
     def fallback(self, question: str, reason: str, info: JsonObject, *,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,10 @@ class Ranker:
         parts = {k: self.weights.get(k, 0.0) * v for k, v in self.features(g).items()}
         ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
         return {k: round(v, 4) for k, v in ranked if v != 0.0}
+
+    def explainer(self, graphs: list[Graph], top: int = 5) -> Callable[[Graph], dict[str, float]]:
+        """`contributions` for one question's candidates (a linear score reads each alone)."""
+        return lambda g: self.contributions(g, top)
 
     def to_dict(self) -> JsonObject:
         return {"format": WEIGHTS_FORMAT, "bias": self.bias, "weights": self.weights, "meta": self.meta}

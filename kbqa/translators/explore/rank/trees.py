@@ -17,6 +17,7 @@ contributions (the change at each split is credited to the split's feature), whi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,14 +134,22 @@ class TreeRanker:
     def contributions(self, g: Graph, top: int = 5, among: list[Graph] | None = None) -> dict[str, float]:
         """The features that moved this candidate's score most (signed), largest first; `among`: the candidates it
         was ranked with (the listwise `d:*` read it against them; alone, it is its own best)."""
-        others = [h for h in among or [] if h is not g]
-        feats = with_list_features([self.features(g)] + [self.features(h) for h in others])
-        x = self.matrix(feats[:1])[0]
-        out = np.zeros(len(self.names))
-        for t in self.trees:
-            t.path_contributions(x, out)
-        order = np.argsort(-np.abs(out))[:top]
-        return {self.names[i]: round(float(out[i]), 4) for i in order if out[i] != 0.0}
+        return self.explainer([g] + [h for h in among or [] if h is not g], top)(g)
+
+    def explainer(self, graphs: list[Graph], top: int = 5) -> Callable[[Graph], dict[str, float]]:
+        """`contributions` for each of `graphs` (one question's candidates), their features computed once."""
+        feats = with_list_features([self.features(h) for h in graphs])
+        rows = {id(h): x for h, x in zip(graphs, self.matrix(feats), strict=True)}
+
+        def contributions(g: Graph) -> dict[str, float]:
+            x = rows[id(g)] if id(g) in rows else self.matrix(with_list_features([self.features(g)]))[0]
+            out = np.zeros(len(self.names))
+            for t in self.trees:
+                t.path_contributions(x, out)
+            order = np.argsort(-np.abs(out))[:top]
+            return {self.names[i]: round(float(out[i]), 4) for i in order if out[i] != 0.0}
+
+        return contributions
 
     def to_dict(self) -> JsonObject:
         return {"format": TREES_FORMAT, "features": self.names, "base": self.base,
