@@ -28,6 +28,18 @@ def ingest_dumps(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path
     return _ingest
 
 
+@pytest.fixture(scope="session")
+def ingest_turtle(tmp_path_factory: pytest.TempPathFactory, ingest_dumps: Callable[..., Path]) -> Callable[..., Path]:
+    """`ingest_turtle(text, name)`: a fresh store folder `name` holding the Turtle `text` (a KG written in a test)."""
+
+    def _ingest(text: str, name: str) -> Path:
+        ttl = tmp_path_factory.mktemp("turtle") / f"{name}.ttl"
+        ttl.write_text(text, encoding="utf-8")
+        return ingest_dumps([ttl], name)
+
+    return _ingest
+
+
 def _sample_store(ingest_dumps: Callable[..., Path], name: str) -> Path:
     from kb_dumps.samples import get_sample
 

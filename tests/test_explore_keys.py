@@ -39,10 +39,8 @@ _:b3 sa:ref-shop_code <{NS}shop/code=S2> .
 
 
 @pytest.fixture(scope="module")
-def shops(tmp_path_factory: pytest.TempPathFactory, ingest_dumps) -> ExploreTranslator:
-    ttl = tmp_path_factory.mktemp("keys") / "shops.ttl"
-    ttl.write_text(SHOPS, encoding="utf-8")
-    tr = ExploreTranslator(ingest_dumps([ttl], "shops"), fallback="never")
+def shops(ingest_turtle) -> ExploreTranslator:
+    tr = ExploreTranslator(ingest_turtle(SHOPS, "shops"), fallback="never")
     yield tr
     tr.close()
 

@@ -25,10 +25,8 @@ NAME, AGE = f"{EX}memberName", f"{EX}age"
 
 
 @pytest.fixture(scope="module")
-def gym(tmp_path_factory: pytest.TempPathFactory, ingest_dumps) -> ExploreTranslator:
-    ttl = tmp_path_factory.mktemp("projection") / "gym.ttl"
-    ttl.write_text(GYM, encoding="utf-8")
-    tr = ExploreTranslator(ingest_dumps([ttl], "gym"), fallback="never")
+def gym(ingest_turtle) -> ExploreTranslator:
+    tr = ExploreTranslator(ingest_turtle(GYM, "gym"), fallback="never")
     yield tr
     tr.close()
 
