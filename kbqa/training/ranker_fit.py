@@ -28,6 +28,7 @@ from kbqa.training.ranker_data import iter_groups
 from kbqa.training.ranker_prior import fold_of_kgs, has_shapes, out_of_fold, with_prior
 from kbqa.training.structure_prior import Example, fit_all
 from kbqa.translators.explore.features.parts import PARTS
+from kbqa.translators.explore.features.roles import ROLE_PREFIXES
 from kbqa.translators.explore.rank.rankers import AnyRanker
 from kbqa.translators.explore.rank.trees import Tree, TreeRanker
 
@@ -41,6 +42,7 @@ DEFAULT_PARAMS: LgbParams = {
     "lambdarank_truncation_level": 20, "verbosity": -1, "num_threads": 2, "seed": 7, "deterministic": True,
 }
 DEFAULT_ROUNDS = 500
+WORD_PREFIXES = ("qw:", "q0:", "q1:", *ROLE_PREFIXES)  # features named by a word: kept when enough questions have them
 PRIOR_FOLDS = 5  # folds by KG for the out-of-fold structure prior
 
 
@@ -59,15 +61,15 @@ class Dataset:
 
 
 def vocabulary(rows: list[JsonObject], min_word_count: int, left_out: tuple[str, ...] = LEFT_OUT) -> list[str]:
-    """Feature names: every non-word feature seen but `left_out`, and the question-word features of frequent
-    words."""
+    """Feature names: every non-word feature seen but `left_out`, and the word features (the question's words,
+    the role words of features/roles.py) of words at least `min_word_count` questions have."""
     words: Counter[str] = Counter()
     other: set[str] = set()
     for _r, feats, _f1 in iter_groups(rows):
         seen: set[str] = set()
         for f in feats:
             for k in f:
-                if k.startswith(("qw:", "q0:", "q1:")):
+                if k.startswith(WORD_PREFIXES):
                     seen.add(k)
                 elif k not in left_out:
                     other.add(k)
