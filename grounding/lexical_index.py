@@ -22,10 +22,19 @@ KINDS = ("entity", "property", "class")
 _FILES = ("names_off", "names_rowid", "names_alias", "exact_hash", "exact_nid", "gram_keys", "gram_off",
           "gram_post", "name_grams")
 _MAPPED = {"gram_post", "exact_hash", "exact_nid"}
-# Postings read per query: the rarest trigrams first until this many ids are gathered.
+# Postings read per query: the rarest trigrams first until this many ids are gathered — at least POSTING_BUDGET,
+# and one for every NAMES_PER_POSTING names of the kind: a trigram's list grows with the names, and a fixed budget
+# stops before the lists a misspelt name still shares with its row (10M rows: hybrid top-10 recall 0.905 with a
+# fixed 40,000, 0.975 with 160,000, lexical p50 4.7 -> 10.8 ms; BENCHMARKS.md, issue 25).
 POSTING_BUDGET = 40_000
+NAMES_PER_POSTING = 64
 # Names scored with rapidfuzz per query after blocking.
 POOL = 300
+
+
+def posting_budget(names: int) -> int:
+    """Postings one query reads in a lexicon of `names` names (see POSTING_BUDGET)."""
+    return max(POSTING_BUDGET, names // NAMES_PER_POSTING)
 
 
 @dataclass
@@ -103,7 +112,8 @@ class KindLexicon:
         return [int(n) for n in self.a["exact_nid"][lo:hi] if self.name(int(n)) == norm]
 
     def block(self, norm: str, pool: int = POOL) -> np.ndarray:
-        """Up to `pool` name ids sharing the most trigrams with `norm`, reading the rarest lists first."""
+        """Up to `pool` name ids sharing the most trigrams with `norm`, reading the rarest lists first (as many
+        postings as `posting_budget` allows for this kind's size)."""
         qkeys = trigram_keys(norm)
         keys, goff = self.a["gram_keys"], self.a["gram_off"]
         if not len(qkeys) or not len(keys):
@@ -114,12 +124,13 @@ class KindLexicon:
             return np.zeros(0, dtype=np.int64)
         starts, ends = goff[pos], goff[pos + 1]
         order = np.argsort(ends - starts, kind="stable")
+        budget = posting_budget(len(self))
         lists, total = [], 0
         for i in order.tolist():
             n = int(ends[i] - starts[i])
-            if lists and total + n > POSTING_BUDGET:
+            if lists and total + n > budget:
                 break
-            lists.append(self.a["gram_post"][int(starts[i]):int(starts[i]) + min(n, POSTING_BUDGET)])
+            lists.append(self.a["gram_post"][int(starts[i]):int(starts[i]) + min(n, budget)])
             total += n
         ids, counts = np.unique(np.concatenate(lists), return_counts=True)
         if len(ids) > pool:

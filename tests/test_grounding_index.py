@@ -219,3 +219,20 @@ def test_incremental_after_real_ingest_append(tmp_path, embedder):
     born = g.search("Cambridge", kind="entity", context={"subject": "wd:Q42", "property": "wdt:P19"})
     assert born.candidates[0].id == WD + "Q350" and born.candidates[0].signals["context"] == 1.0
     g.close()
+
+
+def test_postings_read_grow_with_the_lexicon(monkeypatch):
+    """A query reads at least POSTING_BUDGET postings, and more in a larger lexicon (a fixed budget stops before
+    the lists a misspelt name shares with its row once the lists are long); a small lexicon reads them whole."""
+    import grounding.lexical_index as lexical_index
+
+    floor, per = lexical_index.POSTING_BUDGET, lexical_index.NAMES_PER_POSTING
+    assert lexical_index.posting_budget(0) == floor
+    assert lexical_index.posting_budget(floor * per) == floor
+    assert lexical_index.posting_budget(10 * floor * per) == 10 * floor
+    # a tiny budget still finds a misspelt name in a small lexicon: the first list is always read whole
+    monkeypatch.setattr(lexical_index, "POSTING_BUDGET", 1)
+    monkeypatch.setattr(lexical_index, "NAMES_PER_POSTING", 10**9)
+    rows = [(i, "entity", label, []) for i, label in enumerate(["Paris Hilton", "Paris", "Hilton Head", "Parish"])]
+    hits = LexicalIndex.build(rows).search("pars hiltn", 4)
+    assert hits and hits[0].rowid == 0
