@@ -23,25 +23,23 @@ word names), and `r_named_unused` (attribute names of the question, each a span,
 
 from __future__ import annotations
 
-import re
-
+from kbqa.translators.explore.features.structure import question_words
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.query import Graph, Path
 
 BEFORE, AFTER = "rw:", "ra:"
 ROLE_PREFIXES = (BEFORE, AFTER)
 WINDOW = 2  # words either side
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _OPS = {"<": "lt", ">": "gt", "<=": "le", ">=": "ge", "=": "eq", "!=": "ne", "either": "either", "in": "in"}
 Span = tuple[int, int]
 
 
 def words_before(question: str, start: int, n: int = WINDOW) -> list[str]:
-    return [w.lower() for w in _WORD.findall(question[:start])[-n:]]
+    return question_words(question[:start])[-n:]
 
 
 def words_after(question: str, end: int, n: int = WINDOW) -> list[str]:
-    return [w.lower() for w in _WORD.findall(question[end:])[:n]]
+    return question_words(question[end:])[:n]
 
 
 class _RoleReader:
