@@ -35,6 +35,12 @@ def _named(schema: SchemaMemory, a: Anchors, focus: str | None) -> dict[Span, se
     links = [(lk.span, lk.iri) for lk in a.predicates]
     if focus:
         links += [(lk.span, path[-1].pred) for path, lk in own_id_links(schema, a, focus)]
+    return span_groups(links)
+
+
+def span_groups(links: list[tuple[Span, str]]) -> dict[Span, set[str]]:
+    """The predicates each word group names, from (span, predicate) links: overlapping spans are one group, keyed
+    by their union."""
     groups: list[tuple[Span, set[str]]] = []
     for span, iri in sorted(links):
         if groups and span[0] < groups[-1][0][1]:

@@ -23,6 +23,7 @@ word names), and `r_named_unused` (attribute names of the question, each a span,
 
 from __future__ import annotations
 
+from kbqa.translators.explore.features.projection import span_groups
 from kbqa.translators.explore.features.structure import question_words
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.query import Graph, Path
@@ -53,7 +54,7 @@ class _RoleReader:
         self.number_spans: dict[float, list[Span]] = {}
         for value, start, end in a.cues.numbers:
             self.number_spans.setdefault(value, []).append((start, end))
-        self.named_groups = _span_groups(a)
+        self.named_groups = list(span_groups([(lk.span, lk.iri) for lk in a.predicates]).values())
 
     def path_spans(self, path: Path | None) -> list[Span]:
         return self.pred_spans.get(path[-1].pred, []) if path else []
@@ -111,18 +112,6 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _span_groups(a: Anchors) -> list[set[str]]:
-    """The predicates each attribute name of the question may stand for (overlapping spans are one name)."""
-    groups: list[tuple[Span, set[str]]] = []
-    for lk in sorted(a.predicates, key=lambda lk: lk.span):
-        if groups and lk.span[0] < groups[-1][0][1]:
-            (start, end), preds = groups[-1]
-            groups[-1] = ((start, max(end, lk.span[1])), preds | {lk.iri})
-        else:
-            groups.append((lk.span, {lk.iri}))
-    return [preds for _, preds in groups]
 
 
 def _used_preds(g: Graph) -> set[str]:
