@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.explore import structure
 from kbqa.training.ranker_data import collect, read_candidates
-from kbqa.training.ranker_fit import DEFAULT_ROUNDS, first_per_kg, kfold_by_kg, top1
+from kbqa.training.ranker_fit import DEFAULT_ROUNDS, DEFAULT_SEEDS, first_per_kg, kfold_by_kg, top1
 from kbqa.training.ranker_prior import train_examples
 from kbqa.training.train_kgs import list_kgs
 from kbqa.translators.explore.rank.rankers import DEFAULT_WEIGHTS_PATH, Ranker
@@ -93,6 +93,8 @@ def main() -> int:
                         "(compares fits on more questions a KG on the same scored questions)")
     p.add_argument("--kg-cap", type=int, default=None, metavar="N",
                    help="in each fit, a KG's questions beyond N weigh together as N (default: every question weighs 1)")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
+                   help=f"boosters averaged in each fit, differing in LightGBM's seed (default {DEFAULT_SEEDS})")
     args = p.parse_args()
     if args.candidates is None and args.train_kgs is None:
         p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
@@ -118,14 +120,15 @@ def main() -> int:
         "hand_linear": top1(Ranker.load(DEFAULT_WEIGHTS_PATH), rows),
         "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, score_first=args.score_first,
                                     prior_examples=None if args.prior == "off" else train_examples(),
-                                    kg_cap=args.kg_cap),
+                                    kg_cap=args.kg_cap, seeds=args.seeds),
         "per_structure": per_structure(rows, pairs) if pairs else {},
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
     summary["fitted_kfold"].pop("per_fold", None)
     if args.prior == "both":
         summary["fitted_kfold_no_prior"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds,
-                                                       score_first=args.score_first, kg_cap=args.kg_cap)
+                                                       score_first=args.score_first, kg_cap=args.kg_cap,
+                                                       seeds=args.seeds)
         for key in ("per_fold", "picks"):
             summary["fitted_kfold_no_prior"].pop(key)
     picked = summary["fitted_kfold"].pop("picks")

@@ -192,6 +192,24 @@ def test_a_cap_above_every_kg_fits_the_same_trees(fitted: tuple[Path, Path, dict
     assert not np.allclose(plain.score_dicts(feats), small.score_dicts(feats))
 
 
+def test_several_seeds_score_as_the_mean_of_each_seeds_fit(fitted: tuple[Path, Path, dict]) -> None:
+    work, _out, _report = fitted
+    rows = read_candidates(work / "candidates.jsonl")
+    feats = [c["features"] for r in rows for c in r["candidates"]]
+    first = DEFAULT_PARAMS["seed"]
+    singles = [fit(rows, rounds=10, params={"seed": first + s}) for s in range(3)]
+    averaged = fit(rows, rounds=10, seeds=3)
+    assert len(averaged.trees) == 30 and averaged.meta["seeds"] == [first, first + 1, first + 2]
+    assert singles[0].meta["seeds"] == [first]
+    mean = np.mean([r.score_dicts(feats) for r in singles], axis=0)
+    assert np.allclose(averaged.score_dicts(feats), mean)
+    # the seeds differ in what each tree's bagging sampled: the single fits are not one fit thrice
+    assert not np.allclose(singles[0].score_dicts(feats), singles[1].score_dicts(feats))
+    # kept as one plain trees file: read back, it scores the same
+    again = TreeRanker.from_dict(json.loads(json.dumps(averaged.to_dict())))
+    assert np.allclose(again.score_dicts(feats), averaged.score_dicts(feats))
+
+
 def test_a_store_ranker_wins_and_explain_names_it(fitted: tuple[Path, Path, dict], tmp_path: Path) -> None:
     _work, out, _report = fitted
     store = tmp_path / "loan"

@@ -42,6 +42,7 @@ DEFAULT_PARAMS: LgbParams = {
     "lambdarank_truncation_level": 20, "verbosity": -1, "num_threads": 2, "seed": 7, "deterministic": True,
 }
 DEFAULT_ROUNDS = 500
+DEFAULT_SEEDS = 1  # boosters averaged (`fit(seeds=)`)
 WORD_PREFIXES = ("qw:", "q0:", "q1:", *ROLE_PREFIXES)  # features named by a word: kept when enough questions have them
 PRIOR_FOLDS = 5  # folds by KG for the out-of-fold structure prior
 
@@ -130,9 +131,11 @@ def kg_weights(d: Dataset, cap: int | None, by_kg: dict[str, float] | None = Non
 def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count: int = 20,
         params: LgbParams | None = None, meta: JsonObject | None = None,
         prior_examples: list[Example] | None = None, kg_cap: int | None = None,
-        weights: dict[str, float] | None = None) -> TreeRanker:
+        weights: dict[str, float] | None = None, seeds: int = DEFAULT_SEEDS) -> TreeRanker:
     """The fitted trees (`kg_cap`: a KG's questions beyond that many weigh together as that many; `weights`: what
-    each question of a KG or set weighs; `kg_weights`)."""
+    each question of a KG or set weighs; `kg_weights`). With `seeds` > 1, that many boosters differing only in
+    LightGBM's seed (which rows and features each tree's bagging samples) are fitted and their scores averaged:
+    one ranker whose trees are all of theirs, each leaf divided by `seeds`."""
     try:
         import lightgbm as lgb
     except ImportError:
@@ -150,15 +153,24 @@ def fit(rows: list[JsonObject], *, rounds: int = DEFAULT_ROUNDS, min_word_count:
     if unknown:
         raise KBQAError(f"--weight names {', '.join(unknown)}: no candidates file holds questions of it", stage="usage")
     weight = kg_weights(data, kg_cap, weights) if kg_cap or weights else None
-    booster = lgb.train(p, lgb.Dataset(data.x, data.y, group=data.groups, weight=weight, feature_name=_safe(names),
-                                       free_raw_data=False), num_boost_round=rounds)
+    dataset = lgb.Dataset(data.x, data.y, group=data.groups, weight=weight, feature_name=_safe(names),
+                          free_raw_data=False)
+    first_seed = int(p["seed"])
+    trees: list[Tree] = []
+    for s in range(seeds):
+        booster = lgb.train({**p, "seed": first_seed + s}, dataset, num_boost_round=rounds)
+        trees += from_lightgbm(booster.dump_model(), names, {}).trees
     info = {"fitted_on": {"questions": len(rows), "informative": len(data.groups), "candidates": int(len(data.y)),
                           "kgs": len({r["kg"] for r in rows})},
             "learner": f"lightgbm {lgb.__version__} lambdarank", "rounds": rounds, "min_word_count": min_word_count,
+            "seeds": list(range(first_seed, first_seed + seeds)),
             **({"kg_cap": kg_cap} if kg_cap else {}), **({"weights": dict(weights)} if weights else {}),
             "struct_prior": prior_note,
             **(meta or {})}
-    return from_lightgbm(booster.dump_model(), names, info)
+    if seeds > 1:
+        for t in trees:
+            t.value = t.value / seeds
+    return TreeRanker(list(names), trees, 0.0, info)
 
 
 def _safe(names: list[str]) -> list[str]:

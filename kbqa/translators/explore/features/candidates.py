@@ -2,8 +2,9 @@
 each one-hop predicate (`rel_sim`) and to each candidate's verbalisation (`vsim`), lexical overlap with the
 graph's labels (`lex_p` / `lex_r`), how its answer columns line up with the attributes the question names
 (`p_*`, features/projection.py), the words next to each part the candidate uses (`rw:*`, `ra:*`, `r_*`,
-features/roles.py), and the case bank's second opinions — which predicate and direction the
-nearest solved questions use (`case_vote`) and which entity the `cases` translator would fill (`case_entity`).
+features/roles.py), which linked values and attributes its classes use or hold (`lv_*`, `la_*`,
+features/link_use.py), and the case bank's second opinions — which predicate and direction the nearest solved
+questions use (`case_vote`) and which entity the `cases` translator would fill (`case_entity`).
 The structural features are set where the candidates are built (propose/), the structure prior in
 features/prior.py, the graph's structure and the question's words in features/structure.py.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kb_dumps.stage_errors import KBQAError
 from kbqa.translators.explore.context import ExploreContext
+from kbqa.translators.explore.features.link_use import add_link_use_features
 from kbqa.translators.explore.features.projection import add_projection_features
 from kbqa.translators.explore.features.roles import add_role_features
 from kbqa.translators.explore.link.anchors import Anchors
@@ -42,6 +44,7 @@ class CandidateFeatures:
         self.graph_similarity(question, graphs)
         add_projection_features(self.ctx.schema, a, graphs)
         add_role_features(a, graphs)
+        add_link_use_features(self.ctx.schema, a, graphs)
 
     def relation_similarity(self, question: str, a: Anchors, graphs: list[Graph]) -> None:
         """`rel_sim` of one-hop candidates: cosine of the question without the entity's words and the
