@@ -56,6 +56,9 @@ class Cond:
     # its path walked anew from the focus, sharing no node with the other constraints: a second related item
     # ("customers with both a New and a Pending order": one order New, another Pending)
     apart: bool = False
+    # op "any": constraints on different attributes of which one must hold ("phones whose maker is Acme or whose
+    # memory is over 32"); each is walked from the focus like a constraint of its own
+    any_of: list[Cond] = field(default_factory=list)
 
 
 @dataclass
@@ -96,9 +99,17 @@ class Graph:
     result: QueryResult | None = field(default=None, repr=False, compare=False)  # that check's QueryResult (training labels it)
     lowered: tuple[SchemaMemory, Lowered] | None = field(default=None, repr=False, compare=False)  # its Plan, once lowered (lower/text.py)
 
+    def flat_conds(self) -> list[Cond]:
+        """The constraints with each "any" one replaced by its alternatives: what the features read of paths,
+        operators and values (an either-or of two attributes uses both as a conjunction would)."""
+        return [d for c in self.conds for d in (c.any_of or [c])]
+
     def key(self) -> str:
-        return json.dumps([self.focus_class, [(c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated,
-                                               [(op, t.value) for op, t in c.either], c.apart) for c in self.conds],
+        def cond_key(c: Cond) -> list:
+            return [c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated,
+                    [(op, t.value) for op, t in c.either], c.apart, [cond_key(d) for d in c.any_of]]
+
+        return json.dumps([self.focus_class, [cond_key(c) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,
                            [p.key() for p in self.parts], self.combine, self.pred_set],
                           default=lambda o: o.__dict__, sort_keys=True)
@@ -106,4 +117,4 @@ class Graph:
     def size(self) -> int:
         if self.parts:
             return sum(p.size() for p in self.parts)
-        return len(self.conds) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)
+        return len(self.flat_conds()) + sum(len(p) for p in self.answer) + len(self.aggs) + (self.order is not None)

@@ -47,7 +47,7 @@ def column_keys(res: QueryResult | None) -> set[frozenset[str]]:
 
 def _constants(g: Graph) -> set[str]:
     out: set[str] = set()
-    for c in g.conds:
+    for c in g.flat_conds():
         for t in ([c.value] if c.value is not None else []) + list(c.values):
             out.add(t.value)
             if t.label:

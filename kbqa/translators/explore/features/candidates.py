@@ -109,7 +109,7 @@ class CandidateFeatures:
             words = set()
             for c in ([g.focus_class] if g.focus_class else []):
                 words |= set(lang.stems(x.schema.class_label(c)))
-            for path in [c.path for c in g.conds] + list(g.answer) + [p for _, p in g.aggs if p] + \
+            for path in [c.path for c in g.flat_conds()] + list(g.answer) + [p for _, p in g.aggs if p] + \
                     ([g.order[0]] if g.order and g.order[0] else []):
                 for step in path:
                     info = x.schema.predicates.get(step.pred)

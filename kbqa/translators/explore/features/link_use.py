@@ -47,7 +47,7 @@ def _parts(g: Graph) -> list[Graph]:
 def _paths(g: Graph) -> list[Path]:
     out: list[Path] = []
     for part in _parts(g):
-        out += [c.path for c in part.conds] + [p for p in part.answer if p] + [p for _, p in part.aggs if p]
+        out += [c.path for c in part.flat_conds()] + [p for p in part.answer if p] + [p for _, p in part.aggs if p]
         if part.order and part.order[0]:
             out.append(part.order[0])
         if part.having and part.having[2]:
@@ -91,7 +91,7 @@ def add_link_use_features(schema: SchemaMemory, a: Anchors, graphs: list[Graph])
     if not values and not attrs:
         return
     for g in graphs:
-        conds = [c for part in _parts(g) for c in part.conds]
+        conds = [c for part in _parts(g) for c in part.flat_conds()]
         classes = candidate_classes(schema, g)
         used = unused = held = 0
         best = 0.0

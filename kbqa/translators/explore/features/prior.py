@@ -44,7 +44,7 @@ def graph_shape(g: Graph) -> str:
     """The shape label of a candidate query graph."""
     if g.form == "ask":
         return "ask"
-    if any(c.negated for c in g.conds):
+    if any(c.negated for c in g.flat_conds()):
         return "negation"
     if g.having is not None:
         return "having"
@@ -54,7 +54,7 @@ def graph_shape(g: Graph) -> str:
         return "count" if g.aggs[0][0].startswith("COUNT") else "aggregate"
     if g.order is not None and g.limit is not None:
         return "top"
-    if any(c.op in _CMP_OPS for c in g.conds):
+    if any(c.op in _CMP_OPS for c in g.flat_conds()):
         return "compare"
     return "list"
 

@@ -74,7 +74,7 @@ def add_projection_features(schema: SchemaMemory, a: Anchors, graphs: list[Graph
         cols = [p for p in g.answer if p]
         shown = _preds(cols)
         used_out = shown | _preds([p for _, p in g.aggs]) | ({g.order[0][-1].pred} if g.order and g.order[0] else set())
-        used_any = used_out | _preds([c.path for c in g.conds])
+        used_any = used_out | _preds([c.path for c in g.flat_conds()])
         n_linked = sum(1 for p in cols if p[-1].pred in linked)
         f = g.features
         f["p_cols_linked"] = float(n_linked)

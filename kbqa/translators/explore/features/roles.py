@@ -87,7 +87,7 @@ class _RoleReader:
                 before(f"agg_{fn.lower()}", spans)
                 if not spans:
                     f["r_agg_unnamed"] = f.get("r_agg_unnamed", 0.0) + 1.0
-        for c in g.conds:
+        for c in g.flat_conds():
             if c.negated:
                 if c.span:
                     before("neg", [c.span])
@@ -116,7 +116,7 @@ def _is_number(text: str) -> bool:
 
 def _used_preds(g: Graph) -> set[str]:
     out: set[str] = set()
-    paths = [*g.answer, *(p for _, p in g.aggs), *(c.path for c in g.conds)]
+    paths = [*g.answer, *(p for _, p in g.aggs), *(c.path for c in g.flat_conds())]
     if g.order is not None:
         paths.append(g.order[0])
     for path in paths:

@@ -135,6 +135,14 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
             inner = list(reversed(triples)) + tail
             body.append((_say_cond(w, c, focus_label), [ir.Filter(ir.Exists(ir.Group(inner), negated=True))]))
             continue
+        if c.any_of:  # one of several attributes' constraints holds: each walked, one FILTER joins them
+            fragment, tests = [], []
+            for d in c.any_of:
+                end, triples = w.walk(d.path)
+                fragment += triples
+                tests.append(_test(w, d, end))
+            body.append((_say_cond(w, c, focus_label), [*fragment, ir.Filter(_any(tests))]))
+            continue
         table = {(): focus} if c.apart else w.vars
         end, triples = w.walk(c.path, table)
         fragment = triples + _cond_tail(w, c, end, triples, table)
@@ -244,24 +252,33 @@ def _cond_tail(w: Writer, c: Cond, end: ir.Var, triples: list[ir.Node], table: d
             out.append(w.step(cur, step, nxt))
             cur = nxt
         return out + [ir.Filter(ir.BinaryOp(c.op, end, cur))]
-    if c.op == "either":  # "before 2000 or after 2010"
-        tests = [ir.BinaryOp(op, end, w.value(t)) for op, t in c.either]
-        test = tests[0]
-        for other in tests[1:]:
-            test = ir.BinaryOp("||", test, other)
-        return [ir.Filter(test)]
-    if c.value is None or c.op == "exists":
+    if c.op != "either" and (c.value is None or c.op == "exists"):
         return []
-    if c.op == "=" and c.value.kind in ("iri", "literal") and triples:
+    if c.op == "=" and c.value is not None and c.value.kind in ("iri", "literal") and triples:
         triples[-1] = _replace_var(triples[-1], end, w.value(c.value))
         table.pop(c.path, None)
         return []
+    return [ir.Filter(_test(w, c, end))]
+
+
+def _test(w: Writer, c: Cond, end: ir.Var) -> ir.Node:
+    """The FILTER expression that compares the node at the end of a constraint's path with its value(s)."""
+    if c.op == "either":  # "before 2000 or after 2010"
+        return _any([ir.BinaryOp(op, end, w.value(t)) for op, t in c.either])
+    if c.op == "in":
+        return ir.In(end, [w.value(t) for t in c.values])
+    assert c.value is not None, f"a constraint {c.op!r} with no value"
     if c.op == "contains":
         text = ir.Call("LCASE", [ir.Call("STR", [end])])
-        return [ir.Filter(ir.Call("CONTAINS", [text, ir.Literal(c.value.value.lower())]))]
-    if c.op == "in":
-        return [ir.Filter(ir.In(end, [w.value(t) for t in c.values]))]
-    return [ir.Filter(ir.BinaryOp(c.op, end, w.value(c.value)))]
+        return ir.Call("CONTAINS", [text, ir.Literal(c.value.value.lower())])
+    return ir.BinaryOp(c.op, end, w.value(c.value))
+
+
+def _any(tests: list[ir.Node]) -> ir.Node:
+    test = tests[0]
+    for other in tests[1:]:
+        test = ir.BinaryOp("||", test, other)
+    return test
 
 
 def _replace_var(triple: ir.Node, var: ir.Var, term: ir.Node) -> ir.Node:
@@ -285,6 +302,9 @@ def _say_cond(w: Writer, c: Cond, focus: str) -> str:
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
            "!=": "is not", "exists": "exists"}
     neg = "no " if c.negated else "also " if c.apart else ""
+    if c.any_of:  # "the phone has maker that is Acme, or has memory that is more than 32"
+        return ", or ".join(_say_cond(w, d, focus) if i == 0 else _say_cond(w, d, focus).replace(f"the {focus} ", "", 1)
+                            for i, d in enumerate(c.any_of))
     if c.op == "either":
         val = " or ".join(f"{ops.get(op, op)} {t.label or t.value}" for op, t in c.either)
         return f"the {focus} has {neg}{what} that {val}"

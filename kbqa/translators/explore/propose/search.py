@@ -20,6 +20,7 @@ from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.anchors import Anchors
 from kbqa.translators.explore.link.words import Link, cue_spans, overlaps
 from kbqa.translators.explore.propose.base import META_NAMESPACES, Probe, Shape, coverage
+from kbqa.translators.explore.propose.conjunctions import merge_or, or_joined
 from kbqa.translators.explore.propose.display import DisplayColumns
 from kbqa.translators.explore.propose.groups import group_graphs
 from kbqa.translators.explore.propose.identifiers import own_id_links
@@ -34,7 +35,6 @@ from kbqa.translators.explore.propose.paths import SchemaPaths
 from kbqa.translators.explore.propose.shapes import shapes
 from kbqa.translators.explore.propose.ungated import ungated_shapes
 from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
-from kbqa.translators.language import ENGLISH, LanguageProfile
 
 MAX_FOCUS = 3
 TYPE_PENALTY = 0.5  # the type predicate as an attribute yields to another predicate the same words name
@@ -45,6 +45,9 @@ MAX_COND_SETS = 12  # combinations of the spans' readings tried, best first
 class Search(Probe):
     """Builds candidate graphs for one question within a time budget and a candidate cap (the probes and the
     deadline are the Probe's)."""
+
+    # per question span, the paths its value readings take from the current focus class (set by `_cond_sets`)
+    span_paths: dict[tuple[int, int], set[Path]] = {}  # replaced per focus, never changed in place
 
     # ---- the families ------------------------------------------------------------------------------
     def candidates(self, a: Anchors) -> Iterator[Graph]:
@@ -108,17 +111,22 @@ class Search(Probe):
                     if "uncued_cmp" in shape.features and any(c.span and d.span and overlaps(c.span, d.span)
                                                                  for c in shape.conds for d in conds):
                         continue
-                    g = Graph("class", focus_class=focus, conds=conds + shape.conds, answer=shape.answer,
-                              form=shape.form, aggs=shape.aggs, group=shape.group, order=shape.order,
-                              limit=shape.limit, distinct=shape.distinct, having=shape.having)
-                    g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(g.conds),
-                                  "name_filter": float(sum(c.name_filter for c in g.conds)),
-                                  "joins": sum(max(len(c.path) - 1, 0) for c in g.conds),
+                    g = Graph("class", focus_class=focus, conds=or_joined(a, conds + shape.conds, self.one_attribute),
+                              answer=shape.answer, form=shape.form, aggs=shape.aggs, group=shape.group,
+                              order=shape.order, limit=shape.limit, distinct=shape.distinct, having=shape.having)
+                    flat = g.flat_conds()
+                    g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(flat),
+                                  "name_filter": float(sum(c.name_filter for c in flat)),
+                                  "joins": sum(max(len(c.path) - 1, 0) for c in flat),
                                   "coverage": coverage(a, spans + shape.spans), **shape.features}
                     yield g
                     shown = self._with_display(g)
                     if shown is not None:
                         yield shown
+
+    def one_attribute(self, first: tuple[int, int], second: tuple[int, int]) -> bool:
+        """Whether some attribute may hold the values of both spans ("in 2014 or 2015": one year or the other)."""
+        return bool(self.span_paths.get(first, set()) & self.span_paths.get(second, set()))
 
     def _with_display(self, g: Graph) -> Graph | None:
         """The same candidate also showing its items' display column (propose/display.py), when it shows items."""
@@ -135,8 +143,15 @@ class Search(Probe):
 
     def _cond_sets(self, a: Anchors, focus: str, used: list[tuple[int, int]]
                    ) -> Iterator[tuple[list[Cond], list[tuple[int, int]], float]]:
-        """Alternative sets of value/entity constraints: per span, its reachable readings; combined."""
+        """Alternative sets of value/entity constraints: per span, its reachable readings; combined. Which paths
+        each span may be read on is kept for `or_joined` (two spans one attribute may hold are its list)."""
         per_span = self._span_readings(a, focus, used)
+        span_paths: dict[tuple[int, int], set[Path]] = {}
+        for grp in per_span:
+            for cond, sp in grp:
+                if cond is not None:
+                    span_paths.setdefault(sp, set()).add(cond.path)
+        self.span_paths = span_paths
         if not per_span:
             yield [], [], 0.0
             return
@@ -153,7 +168,7 @@ class Search(Probe):
             if not combo:
                 yield [], [], 0.0
                 continue
-            conds, spans = _merge_or([c for c, _ in combo], [s for _, s in combo], a.question, lists=not a.cues.ask,
+            conds, spans = merge_or([c for c, _ in combo], [s for _, s in combo], a.question, lists=not a.cues.ask,
                                      lang=a.lang)
             if sum(1 for c in conds if c.path == () and c.op == "=") > 1:
                 continue  # the focus cannot be two items at once
@@ -346,35 +361,6 @@ class Search(Probe):
                 yield g
             if time.perf_counter() > self.deadline:
                 return
-
-def _merge_or(conds: list[Cond], spans: list[tuple[int, int]], question: str, lists: bool = True,
-              lang: LanguageProfile = ENGLISH) -> tuple[list[Cond], list[tuple[int, int]]]:
-    """Two values of the same path joined by "or" ("in 2015 or 2017") become one `IN` constraint; with `lists`,
-    so do focus items joined by "and" ("the average age of X and Y"; a yes/no question means both, not either)."""
-    out: list[Cond] = []
-    out_spans: list[tuple[int, int]] = []
-    for c, sp in sorted(zip(conds, spans, strict=True), key=lambda cs: cs[1][0]):
-        prev = out[-1] if out else None
-        gap = f" {question[out_spans[-1][1]:sp[0]].lower()} " if out_spans else ""
-        # "X or Y" on one path is either value; "X and Y" of the focus items themselves lists them
-        if (prev is not None and prev.op in ("=", "in") and c.op == "=" and prev.path == c.path and c.value
-                and (f" {lang.or_word} " in gap or (lists and c.path == () and (f" {lang.and_word} " in gap
-                                                                              or gap.strip() == ",")))):
-            vals = prev.values or ([prev.value] if prev.value else [])
-            out[-1] = Cond(prev.path, "in", prev.value, text=f"{prev.text} or {c.text}", score=prev.score,
-                           values=vals + [c.value], span=prev.span)
-            out_spans.append(sp)
-            continue
-        # "both X and Y" of a related item: one related item is X, another Y (one item cannot be both)
-        if (prev is not None and prev.op == "=" and c.op == "=" and prev.path == c.path and c.path and c.value
-                and f" {lang.and_word} " in gap):
-            c = dataclasses.replace(c, apart=True)
-        out.append(c)
-        out_spans.append(sp)
-    return out, out_spans
-
-
-
 
 def propose(ctx: ExploreContext, paths: SchemaPaths, display: DisplayColumns | None, a: Anchors
             ) -> tuple[list[Graph], bool]:

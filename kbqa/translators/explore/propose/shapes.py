@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from kbqa.translators.explore.link.anchors import Anchors, names_unit
 from kbqa.translators.explore.link.words import Link, cue_spans
 from kbqa.translators.explore.propose.base import Probe, Shape
+from kbqa.translators.explore.propose.conjunctions import either
 from kbqa.translators.explore.query import Cond, Path, Step, Term
 
 Attr = tuple[Path, Link]
@@ -116,25 +117,6 @@ def comparisons(s: Probe, a: Anchors, focus: str, attrs: list[Attr]) -> list[tup
             used.append(x)
         out.append((conds, used, 1.0 - 0.3 * choice))
     return out
-
-
-def either(a: Anchors, conds: list[Cond]) -> list[Cond]:
-    """Two comparisons of one attribute with the or-word between them ("before 2000 or after 2010"): one
-    condition that holds when either does, not two that no item meets together."""
-    q, out = a.question.lower(), []
-    for c in conds:
-        prev = out[-1] if out else None
-        if prev is not None and prev.op in _COMPARE and c.op in _COMPARE and prev.path == c.path and \
-                prev.value is not None and c.value is not None and prev.span and c.span and \
-                re.search(rf"\b{re.escape(a.lang.or_word)}\b", q[prev.span[1]:c.span[0]]):
-            out[-1] = Cond(prev.path, "either", None, text=f"{prev.text} {a.lang.or_word} {c.text}",
-                           span=(prev.span[0], c.span[1]), either=[(prev.op, prev.value), (c.op, c.value)])
-        else:
-            out.append(c)
-    return out
-
-
-_COMPARE = ("<", ">", "<=", ">=")
 
 
 def _year_like(s: Probe, focus: str, attrs: list[Attr]) -> list[Attr]:
