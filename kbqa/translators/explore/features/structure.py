@@ -73,10 +73,11 @@ def structure_features(g: Graph) -> dict[str, float]:
     f["s_answer_depth"] = float(max((len(p) for p in g.answer), default=0))
     f["s_distinct"] = 1.0 if g.distinct else 0.0
     f["s_focus_class"] = 1.0 if g.focus_class else 0.0
-    f["s_n_conds"] = float(len(g.flat_conds()))
+    flat = g.flat_conds()
+    f["s_n_conds"] = float(len(flat))
     if any(c.any_of for c in g.conds):
         f["s_or"] = 1.0  # two attributes' constraints of which one must hold
-    for c in g.flat_conds():
+    for c in flat:
         key = "s_neg" if c.negated else f"s_op_{_op_name(c.op)}"
         f[key] = f.get(key, 0.0) + 1.0
         f["s_cond_depth"] = max(f.get("s_cond_depth", 0.0), float(len(c.path)))

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
 
 from kbqa.translators.explore.link.anchors import Anchors
-from kbqa.translators.explore.query import Cond
+from kbqa.translators.explore.query import Cond, Path
 from kbqa.translators.language import ENGLISH, LanguageProfile
 
 
@@ -55,7 +54,7 @@ def either(a: Anchors, conds: list[Cond]) -> list[Cond]:
         prev = out[-1] if out else None
         if prev is not None and prev.op in _COMPARE and c.op in _COMPARE and prev.path == c.path and \
                 prev.value is not None and c.value is not None and prev.span and c.span and \
-                re.search(rf"\b{re.escape(a.lang.or_word)}\b", q[prev.span[1]:c.span[0]]):
+                _says_or(a, q[prev.span[1]:c.span[0]]):
             out[-1] = Cond(prev.path, "either", None, text=f"{prev.text} {a.lang.or_word} {c.text}",
                            span=(prev.span[0], c.span[1]), either=[(prev.op, prev.value), (c.op, c.value)])
         else:
@@ -70,12 +69,12 @@ MAX_OR_GAP = 8  # words between two constraints joined by the or-word ("whose ma
 
 
 def or_joined(a: Anchors, conds: list[Cond],
-              one_attribute: Callable[[tuple[int, int], tuple[int, int]], bool] | None = None) -> list[Cond]:
+              span_paths: dict[tuple[int, int], set[Path]] | None = None) -> list[Cond]:
     """Two constraints on different attributes with the or-word between them ("phones made by Acme or with more
     than 32 GB"): one constraint that holds when either does (op "any"), not two that must both hold. One value
-    or two comparisons of the same attribute are `merge_or`'s and `either`'s, and so are two values that
-    `one_attribute(span, span)` says one attribute may hold (the reading on that attribute is among the condition
-    sets); a negated, apart, name-word or compared-with-another-item constraint is left as it is."""
+    or two comparisons of the same attribute are `merge_or`'s and `either`'s, and so are two values whose spans
+    `span_paths` reads on a common path (the reading on that attribute is among the condition sets); a negated,
+    apart, name-word or compared-with-another-item constraint is left as it is."""
     def joinable(c: Cond) -> bool:
         return (c.op in _JOINABLE and c.span is not None and not (c.negated or c.apart or c.name_filter or c.any_of)
                 and c.other is None and c.versus_average is None and bool(c.value or c.values or c.either))
@@ -87,13 +86,17 @@ def or_joined(a: Anchors, conds: list[Cond],
         prev = out[-1] if out else None
         if prev is not None and joinable(prev) and joinable(c) and prev.path != c.path:
             assert prev.span is not None and c.span is not None
-            if one_attribute is not None and one_attribute(prev.span, c.span):
+            if span_paths and span_paths.get(prev.span, set()) & span_paths.get(c.span, set()):
                 out.append(c)
                 continue
             gap = q[prev.span[1]:c.span[0]]
-            if len(gap.split()) <= MAX_OR_GAP and re.search(rf"\b{re.escape(a.lang.or_word)}\b", gap):
+            if len(gap.split()) <= MAX_OR_GAP and _says_or(a, gap):
                 out[-1] = Cond((), "any", None, text=f"{prev.text} {a.lang.or_word} {c.text}",
                                score=min(prev.score, c.score), span=(prev.span[0], c.span[1]), any_of=[prev, c])
                 continue
         out.append(c)
     return out if len(out) < len(conds) else conds
+
+
+def _says_or(a: Anchors, text: str) -> bool:
+    return re.search(rf"\b{re.escape(a.lang.or_word)}\b", text) is not None

@@ -46,9 +46,6 @@ class Search(Probe):
     """Builds candidate graphs for one question within a time budget and a candidate cap (the probes and the
     deadline are the Probe's)."""
 
-    # per question span, the paths its value readings take from the current focus class (set by `_cond_sets`)
-    span_paths: dict[tuple[int, int], set[Path]] = {}  # replaced per focus, never changed in place
-
     # ---- the families ------------------------------------------------------------------------------
     def candidates(self, a: Anchors) -> Iterator[Graph]:
         self.deadline = time.perf_counter() + self.budget_s
@@ -98,7 +95,9 @@ class Search(Probe):
     def _class_graphs(self, a: Anchors) -> Iterator[Graph]:
         for focus, fscore, flink in self._focus_classes(a):
             used = [flink.span] if flink else []
-            for conds, cspans, cscore in self._cond_sets(a, focus, used):
+            per_span = self._span_readings(a, focus, used)
+            span_paths = _span_paths(per_span)
+            for conds, cspans, cscore in self._cond_sets(a, per_span):
                 spans = used + cspans
                 attrs = self._attributes(a, focus, spans)
                 for shape in self._shapes(a, focus, attrs, spans):
@@ -111,7 +110,7 @@ class Search(Probe):
                     if "uncued_cmp" in shape.features and any(c.span and d.span and overlaps(c.span, d.span)
                                                                  for c in shape.conds for d in conds):
                         continue
-                    g = Graph("class", focus_class=focus, conds=or_joined(a, conds + shape.conds, self.one_attribute),
+                    g = Graph("class", focus_class=focus, conds=or_joined(a, conds + shape.conds, span_paths),
                               answer=shape.answer, form=shape.form, aggs=shape.aggs, group=shape.group,
                               order=shape.order, limit=shape.limit, distinct=shape.distinct, having=shape.having)
                     flat = g.flat_conds()
@@ -123,10 +122,6 @@ class Search(Probe):
                     shown = self._with_display(g)
                     if shown is not None:
                         yield shown
-
-    def one_attribute(self, first: tuple[int, int], second: tuple[int, int]) -> bool:
-        """Whether some attribute may hold the values of both spans ("in 2014 or 2015": one year or the other)."""
-        return bool(self.span_paths.get(first, set()) & self.span_paths.get(second, set()))
 
     def _with_display(self, g: Graph) -> Graph | None:
         """The same candidate also showing its items' display column (propose/display.py), when it shows items."""
@@ -141,17 +136,10 @@ class Search(Probe):
         shown.features = {**g.features, "display": 1.0}
         return shown
 
-    def _cond_sets(self, a: Anchors, focus: str, used: list[tuple[int, int]]
+    def _cond_sets(self, a: Anchors, per_span: list[list[tuple[Cond | None, tuple[int, int]]]]
                    ) -> Iterator[tuple[list[Cond], list[tuple[int, int]], float]]:
-        """Alternative sets of value/entity constraints: per span, its reachable readings; combined. Which paths
-        each span may be read on is kept for `or_joined` (two spans one attribute may hold are its list)."""
-        per_span = self._span_readings(a, focus, used)
-        span_paths: dict[tuple[int, int], set[Path]] = {}
-        for grp in per_span:
-            for cond, sp in grp:
-                if cond is not None:
-                    span_paths.setdefault(sp, set()).add(cond.path)
-        self.span_paths = span_paths
+        """Alternative sets of value/entity constraints: per span, its reachable readings (`_span_readings`);
+        combined."""
         if not per_span:
             yield [], [], 0.0
             return
@@ -361,6 +349,17 @@ class Search(Probe):
                 yield g
             if time.perf_counter() > self.deadline:
                 return
+
+def _span_paths(per_span: list[list[tuple[Cond | None, tuple[int, int]]]]) -> dict[tuple[int, int], set[Path]]:
+    """Per question span, the paths its readings take from the focus class (`or_joined`: two spans one attribute
+    may hold are that attribute's list, never an either-or of two attributes)."""
+    out: dict[tuple[int, int], set[Path]] = {}
+    for grp in per_span:
+        for cond, sp in grp:
+            if cond is not None:
+                out.setdefault(sp, set()).add(cond.path)
+    return out
+
 
 def propose(ctx: ExploreContext, paths: SchemaPaths, display: DisplayColumns | None, a: Anchors
             ) -> tuple[list[Graph], bool]:
