@@ -119,6 +119,12 @@ class LanguageProfile:
     value_cue_words: tuple[str, ...]  # read by a group-aggregate question
     possessive_suffix: str  # "'s" tokenises as its own word: never the end of a name
     identifier_words: tuple[str, ...] = ()  # "the ids of …": the class's own identifier column
+    # A piece of text inside a value ("names containing the letter a", "titles starting with 'The'"): the phrase
+    # before it -> contains | starts | ends; the words that may stand between the two; the words after a quoted
+    # piece that place it inside an attribute ("an 'a' in their names").
+    substring_cues: tuple[tuple[str, str], ...] = ()
+    substring_fillers: tuple[str, ...] = ()
+    substring_after: tuple[str, ...] = ()
     singular: Callable[[str], str] = english_singular
 
     # ---- small functions over the lists ---------------------------------------------------------------
@@ -134,6 +140,18 @@ class LanguageProfile:
         return next((n for stem, n in self.implied_attributes.items() if word.startswith(stem)), None)
 
     # ---- regular expressions built from the lists -----------------------------------------------------
+    @cached_property
+    def substring_res(self) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None:
+        """(a cue phrase, group `cue`; a piece of text: quoted, else one bare token, groups 1-5; a quoted piece
+        followed by a word that places it in an attribute). None without cues."""
+        if not self.substring_cues:
+            return None
+        cues = sorted((re.escape(c).replace(r"\ ", r"\s+") for c, _ in self.substring_cues), key=len, reverse=True)
+        quoted = "'([^']{1,30})'|\"([^\"]{1,30})\"|\u2018([^\u2019]{1,30})\u2019|\u201c([^\u201d]{1,30})\u201d"
+        piece = re.compile(rf"\s*(?:{quoted}|([^\s'\"\u2018\u2019\u201c\u201d?.,!;:()]{{1,20}}))")
+        after = re.compile(rf"(?:{quoted})\s+(?:{_alternation(self.substring_after)})\b", re.I)
+        return re.compile(rf"\b(?P<cue>{'|'.join(cues)})\b", re.I), piece, after
+
     @cached_property
     def top_k_re(self) -> re.Pattern[str]:
         return re.compile(rf"\b(?:{_alternation(self.top_k_words)}) (\d+)\b")
@@ -269,7 +287,8 @@ ENGLISH = LanguageProfile(
                     " order by "),
     order_of_cue=" order of ",
     range_words=("from", "the", "to"),
-    negations=(" not ", " no ", " never ", " without ", "n't ", " none ", " nothing "),
+    negations=(" not ", " no ", " never ", " without ", "n't ", " none ", " nothing ", " except ", " other than ",
+               " outside ", " non ", " non-"),
     negation_exceptions=(" no less than ", " no more than "),
     number_words={"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                   "nine": 9, "ten": 10},
@@ -341,6 +360,16 @@ ENGLISH = LanguageProfile(
     value_cue_words=("maximum", "minimum", "average", "mean", "sums?", "total", "numerical", "numeric"),
     possessive_suffix="s",
     identifier_words=("id", "ids", "identifier", "identifiers"),
+    substring_cues=(("containing", "contains"), ("contains", "contains"), ("contain", "contains"),
+                    ("including", "contains"), ("includes", "contains"), ("include", "contains"),
+                    ("letters", "contains"), ("letter", "contains"), ("substring", "contains"),
+                    ("the word", "contains"), ("starting with", "starts"), ("starts with", "starts"),
+                    ("start with", "starts"), ("beginning with", "starts"), ("begins with", "starts"),
+                    ("begin with", "starts"), ("ending with", "ends"), ("ends with", "ends"), ("end with", "ends"),
+                    ("ending in", "ends"), ("ends in", "ends")),
+    substring_fillers=("the", "a", "an", "letter", "letters", "word", "words", "substring", "string", "text",
+                       "character", "characters"),
+    substring_after=("in their", "in its", "in his", "in her", "in the"),
 )
 
 # name -> profile; the one source of language choices.

@@ -268,10 +268,15 @@ def _test(w: Writer, c: Cond, end: ir.Var) -> ir.Node:
     if c.op == "in":
         return ir.In(end, [w.value(t) for t in c.values])
     assert c.value is not None, f"a constraint {c.op!r} with no value"
-    if c.op == "contains":
+    if c.op == "contains" and c.name_filter:  # a word inside the items' names, in any case
         text = ir.Call("LCASE", [ir.Call("STR", [end])])
         return ir.Call("CONTAINS", [text, ir.Literal(c.value.value.lower())])
+    if c.op in _TEXT_TESTS:  # a piece of the question's text inside a value, its characters as written
+        return ir.Call(_TEXT_TESTS[c.op], [ir.Call("STR", [end]), ir.Literal(c.value.value)])
     return ir.BinaryOp(c.op, end, w.value(c.value))
+
+
+_TEXT_TESTS = {"contains": "CONTAINS", "starts": "STRSTARTS", "ends": "STRENDS"}
 
 
 def _any(tests: list[ir.Node]) -> ir.Node:
@@ -300,7 +305,7 @@ def _say_cond(w: Writer, c: Cond, focus: str) -> str:
     if c.versus_average is not None:
         val = "the average"
     ops = {"=": "is", ">": "is more than", "<": "is less than", ">=": "is at least", "<=": "is at most",
-           "!=": "is not", "exists": "exists"}
+           "!=": "is not", "exists": "exists", "starts": "starts with", "ends": "ends with"}
     neg = "no " if c.negated else "also " if c.apart else ""
     if c.any_of:  # "the phone has maker that is Acme, or has memory that is more than 32"
         return ", or ".join(_say_cond(w, d, focus) if i == 0 else _say_cond(w, d, focus).replace(f"the {focus} ", "", 1)

@@ -33,6 +33,7 @@ from kbqa.translators.explore.propose.pairs import (
 )
 from kbqa.translators.explore.propose.paths import SchemaPaths
 from kbqa.translators.explore.propose.shapes import shapes
+from kbqa.translators.explore.propose.substrings import SUBSTRING_OPS, substring_readings
 from kbqa.translators.explore.propose.ungated import ungated_shapes
 from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
 
@@ -116,6 +117,7 @@ class Search(Probe):
                     flat = g.flat_conds()
                     g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(flat),
                                   "name_filter": float(sum(c.name_filter for c in flat)),
+                                  "substring": float(sum(c.op in SUBSTRING_OPS and not c.name_filter for c in flat)),
                                   "joins": sum(max(len(c.path) - 1, 0) for c in flat),
                                   "coverage": coverage(a, spans + shape.spans), **shape.features}
                     yield g
@@ -165,6 +167,9 @@ class Search(Probe):
                 last = max(range(len(conds)), key=lambda i: spans[i][0])
                 negated = [dataclasses.replace(c, negated=(i == last)) for i, c in enumerate(conds)]
                 yield negated, spans, sum(c.score for c in conds) / len(conds)
+                if _differs_reading(conds[last]):  # "regions other than Denmark": the value differs
+                    differ = [dataclasses.replace(c, op="!=") if i == last else c for i, c in enumerate(conds)]
+                    yield differ, spans, sum(c.score for c in conds) / len(conds)
 
     def _span_readings(self, a: Anchors, focus: str, used: list[tuple[int, int]]
                        ) -> list[list[tuple[Cond | None, tuple[int, int]]]]:
@@ -190,6 +195,13 @@ class Search(Probe):
         for reading in self.name_words(a, focus, strong):
             # a weak entity link on the same words ("lions" / *Lionel*) stays an alternative to the name word
             same = [grp for grp in per_span if any(r[0] is not None and overlaps(r[1], reading[1]) for r in grp)]
+            if same:
+                same[0].append(reading)
+            else:
+                per_span.append([reading, (None, reading[1])])
+        # "whose name contains 'Opera'": the quoted words may also link a value; both readings stay
+        for reading in substring_readings(self, a, focus):
+            same = [grp for grp in per_span if any(overlaps(r[1], reading[1]) for r in grp)]
             if same:
                 same[0].append(reading)
             else:
@@ -349,6 +361,14 @@ class Search(Probe):
                 yield g
             if time.perf_counter() > self.deadline:
                 return
+
+
+def _differs_reading(c: Cond) -> bool:
+    """A negated value of the focus's own attribute may also read as that attribute's value differing (FILTER !=:
+    the items that hold another value, not those with none), beside NOT EXISTS."""
+    return (c.op == "=" and len(c.path) == 1 and c.path[0].forward and c.value is not None
+            and c.value.kind in ("literal", "number") and not (c.apart or c.name_filter or c.any_of))
+
 
 def _span_paths(per_span: list[list[tuple[Cond | None, tuple[int, int]]]]) -> dict[tuple[int, int], set[Path]]:
     """Per question span, the paths its readings take from the focus class (`or_joined`: two spans one attribute
