@@ -5,10 +5,12 @@ assembler writes. A tiny bookshop KG written for these tests; questions, paraphr
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.lower.text import write
-from kbqa.translators.explore.propose.substrings import SUBSTRING_OPS, pieces
+from kbqa.translators.explore.propose.substrings import MAX_PIECES, SUBSTRING_OPS, pieces
 from kbqa.translators.explore.query import Cond, Graph, Step, Term
 from kbqa.translators.language import ENGLISH
 
@@ -106,3 +108,20 @@ def test_a_bare_word_that_links_an_attribute_is_no_piece(books: ExploreTranslato
     _a, ranked, _info = books.search("Which books contain pages?")
     assert ranked
     assert not _substring(ranked)
+
+
+_WORDS = st.sampled_from(["contains", "containing", "the", "letter", "word", "starts", "with", "ending", "in", "their",
+                          "names", "a", "A", "'q'", "\"Ha\"", "\u2018x y\u2019", "'", "?", "titles", "of", "books", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WORDS, max_size=14), st.text(max_size=12))
+def test_pieces_of_any_text_lie_where_they_say(words: list[str], noise: str) -> None:
+    question = " ".join(words) + noise
+    found = pieces(question, ENGLISH)
+    assert len(found) <= MAX_PIECES
+    assert len({p.text for p in found}) == len(found)
+    for p in found:
+        assert p.op in SUBSTRING_OPS and p.text
+        assert question[p.at[0]:p.at[1]] == p.text
+        assert 0 <= p.span[0] <= p.at[0] < p.at[1] <= p.span[1] <= len(question)
