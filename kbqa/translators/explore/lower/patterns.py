@@ -261,6 +261,9 @@ def _cond_tail(w: Writer, c: Cond, end: ir.Var, triples: list[ir.Node], table: d
     return [ir.Filter(_test(w, c, end))]
 
 
+_TEXT_TESTS = {"contains": "CONTAINS", "starts": "STRSTARTS", "ends": "STRENDS"}  # a piece of text in a value
+
+
 def _test(w: Writer, c: Cond, end: ir.Var) -> ir.Node:
     """The FILTER expression that compares the node at the end of a constraint's path with its value(s)."""
     if c.op == "either":  # "before 2000 or after 2010"
@@ -274,9 +277,6 @@ def _test(w: Writer, c: Cond, end: ir.Var) -> ir.Node:
     if c.op in _TEXT_TESTS:  # a piece of the question's text inside a value, its characters as written
         return ir.Call(_TEXT_TESTS[c.op], [ir.Call("STR", [end]), ir.Literal(c.value.value)])
     return ir.BinaryOp(c.op, end, w.value(c.value))
-
-
-_TEXT_TESTS = {"contains": "CONTAINS", "starts": "STRSTARTS", "ends": "STRENDS"}
 
 
 def _any(tests: list[ir.Node]) -> ir.Node:

@@ -162,14 +162,14 @@ class Search(Probe):
                                      lang=a.lang)
             if sum(1 for c in conds if c.path == () and c.op == "=") > 1:
                 continue  # the focus cannot be two items at once
-            yield conds, spans, sum(c.score for c in conds) / len(conds)
+            score = sum(c.score for c in conds) / len(conds)
+            yield conds, spans, score
             if neg:  # "which … do not …": the constraint after the negation word is negated
                 last = max(range(len(conds)), key=lambda i: spans[i][0])
-                negated = [dataclasses.replace(c, negated=(i == last)) for i, c in enumerate(conds)]
-                yield negated, spans, sum(c.score for c in conds) / len(conds)
+                yield [dataclasses.replace(c, negated=(i == last)) for i, c in enumerate(conds)], spans, score
                 if _differs_reading(conds[last]):  # "regions other than Denmark": the value differs
                     differ = [dataclasses.replace(c, op="!=") if i == last else c for i, c in enumerate(conds)]
-                    yield differ, spans, sum(c.score for c in conds) / len(conds)
+                    yield differ, spans, score
 
     def _span_readings(self, a: Anchors, focus: str, used: list[tuple[int, int]]
                        ) -> list[list[tuple[Cond | None, tuple[int, int]]]]:

@@ -94,6 +94,7 @@ def substring_readings(probe: Probe, a: Anchors, focus: str) -> list[tuple[Cond,
     schema = probe.schema
     text_preds = {p for p in schema.predicates_of(focus)
                   if (info := schema.predicates[p]).literal and not info.numeric}
+    display = probe.display.of(focus) if probe.display is not None else None
     out: list[tuple[Cond, tuple[int, int]]] = []
     for p in found:
         span = p.span
@@ -101,7 +102,6 @@ def substring_readings(probe: Probe, a: Anchors, focus: str) -> list[tuple[Cond,
         for lk in sorted(a.predicates, key=lambda lk: abs(lk.span[0] - span[0])):
             if lk.iri in text_preds and lk.iri not in linked:
                 linked[lk.iri] = lk.score
-        display = probe.display.of(focus) if probe.display is not None else None
         if display is not None and display in text_preds:
             linked.setdefault(display, SCORE)
         for pred, score in list(linked.items())[:MAX_ATTRS]:
