@@ -169,12 +169,17 @@ def _spider_iris(query: str) -> str:
     return "".join(parts)
 
 
+def spider4sparql_query(query: str) -> str:
+    """A Spider4SPARQL train query made runnable: the two prefixes the dev files declare, its names as full IRIs."""
+    head = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in SPIDER4SPARQL_PREFIXES.items())
+    return head + _spider_iris(query)
+
+
 def load_spider4sparql(path: Path, data: JsonValue, dataset: str, check_syntax: bool) -> list[Record]:
     """Flat QALD records over the Spider KGs' IRIs: the dev files' prefixes declared, `kg_name` kept as meta."""
     if not isinstance(data, list):
         raise fail(path, "a Spider4SPARQL train file must hold a JSON list of records")
-    head = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in SPIDER4SPARQL_PREFIXES.items())
-    items = [{**q, "query": head + _spider_iris(q["query"])} if isinstance(q["query"], str) else q
+    items = [{**q, "query": spider4sparql_query(q["query"])} if isinstance(q["query"], str) else q
              for q in checked_records(path, data, "spider4sparql", "id", "query")]
     records = load_qald(path, items, dataset, check_syntax)
     for rec, q in zip(records, items, strict=True):

@@ -23,6 +23,11 @@ def markdown_report(summaries: list[Summary], results: list[JsonObject] | None =
              "Figures in percent. *QALD F1*: mean per-question F1; *macro-F1 (P,R)*: F1 of macro precision and "
              "recall (GERBIL). *Strict*: a question whose gold and predicted answers are both empty counts only "
              "if the queries match. Definitions: eval/README.md.", "", "## Summary", "", *_md_table(head, rows), ""]
+    for s in summaries:
+        if s.gold_tied:
+            lines += [f"{s.dataset} / {s.system}: {s.gold_tied} gold answers are one row of several tied on an "
+                      f"`ORDER BY … LIMIT 1` (the file keeps whichever its engine put first); counting any tied row "
+                      f"as right, correct % is {100 * (s.accuracy_ties_accepted or 0.0):.1f}.", ""]
     lines += ["## Failures per stage", "", *_md_table(["system", *STAGE_ORDER],
                                                      [[s.system, *(str(s.stages.get(k, 0)) for k in STAGE_ORDER)]
                                                       for s in summaries]), ""]

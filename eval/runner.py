@@ -32,7 +32,7 @@ RESULTS_SCHEMA = "kbqa-eval-results/1"
 MANIFEST_SCHEMA = "kbqa-eval-manifest/1"
 # Files whose code decides a score: a change to any of them makes old results incomparable.
 _SCORING_FILES = ("records.py", "loaders.py", "loaders_formats.py", "loaders_sparql.py", "query_metrics.py",
-                  "answer_metrics.py", "attribution.py", "runner.py")
+                  "answer_metrics.py", "attribution.py", "runner.py", "ties.py")
 _SAMPLE_ROWS = 5  # predicted rows kept in results.jsonl (the full answers can be large)
 
 
@@ -148,6 +148,19 @@ def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: Json
     return pred_ans, answered, refused
 
 
+def _tied_golds(gold_sparql: str, gold: GoldAnswers, store: Store) -> list[JsonObject]:
+    """The rows a gold `ORDER BY … LIMIT 1` query could equally have kept where its first place is shared
+    (eval/ties.py), read on the store; [] when none or the store cannot run the query without its limit."""
+    from eval.ties import order_keys, tied_answers
+
+    if order_keys(gold_sparql) is None:
+        return []
+    try:
+        return tied_answers(gold_sparql, gold, store.query)
+    except KBQAError:
+        return []
+
+
 def score_record(record: Record, pred: Prediction, *, store: Store | None = None, kb: str | None = None,
                  system: str = "") -> JsonObject:
     """Score one prediction against its record; the results.jsonl line (see eval/README.md, "Runner")."""
@@ -158,8 +171,8 @@ def score_record(record: Record, pred: Prediction, *, store: Store | None = None
                            "stage_errors": pred.stage_errors, "steps": pred.steps, "grounding": pred.grounding,
                            "query": None, "answer": None, "placeholders": None, "gold_source": None,
                            "gold_error": None, "n_gold": None, "n_pred": None, "pred_sample": None,
-                           "exec_error": None, "correct": False, "stage": None, "stage_message": None,
-                           "evidence": None}
+                           "exec_error": None, "correct": False, "correct_ties_accepted": False, "gold_tied": None,
+                           "stage": None, "stage_message": None, "evidence": None}
     if not record.usable:
         return out
     if record.sparql:
@@ -183,6 +196,13 @@ def score_record(record: Record, pred: Prediction, *, store: Store | None = None
         out["correct"] = out["answer"]["strict"]["f1"] >= 1.0 - 1e-9
     elif out["query"] is not None:
         out["correct"] = bool(out["query"]["exact_match"])
+    out["correct_ties_accepted"] = out["correct"]
+    if out["answer"] is not None and gold is not None and store is not None and record.sparql:
+        tied = _tied_golds(record.sparql, gold, store)
+        if tied:
+            out["gold_tied"] = len(tied)
+            out["correct_ties_accepted"] = out["correct"] or any(
+                score_question(t, pred_ans, kb=kb).strict.f1 >= 1.0 - 1e-9 for t in tied)
     wrong = wrong_placeholders(pred.grounding, out["placeholders"], kb)
     att = attribute(correct=out["correct"], stage_errors=pred.stage_errors, pred_sparql=pred.sparql,
                     assembled=bool(pred.desq or pred.grounding), query_score=out["query"], wrong_grounding=wrong,

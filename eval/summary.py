@@ -25,6 +25,10 @@ class Summary:
     n_usable: int
     correct: int
     accuracy: float  # fully correct / usable
+    # a gold `ORDER BY … LIMIT 1` answer whose first place is shared: how many questions, and accuracy when any of
+    # the tied rows counts (eval/ties.py; `accuracy` itself takes the file's row only)
+    gold_tied: int = 0
+    accuracy_ties_accepted: float | None = None
     unusable_reasons: dict[str, int] = field(default_factory=dict)
     query: JsonObject | None = None  # n, exact_match, triples_f1, entities_f1, properties_f1, parse_errors
     answer: JsonObject | None = None  # AnswerSummary (qald + strict) + gold sources + gold errors
@@ -66,7 +70,11 @@ def summarise(results: list[JsonObject], *, dataset: str, system: str, settings:
     s = Summary(dataset=dataset, system=system, n_records=len(results), n_usable=len(usable), correct=correct,
                 accuracy=correct / len(usable) if usable else 0.0,
                 unusable_reasons=dict(Counter(str(r.get("reason")) for r in results if not r.get("usable"))),
-                settings=dict(settings or {}), code_version=code, out_dir=out_dir, n_new=n_new)
+                settings=dict(settings or {}), code_version=code, out_dir=out_dir, n_new=n_new,
+                gold_tied=sum(1 for r in usable if r.get("gold_tied")))
+    if usable:
+        s.accuracy_ties_accepted = sum(bool(r.get("correct_ties_accepted", r.get("correct"))) for r in usable) / \
+            len(usable)
     qs = [r["query"] for r in usable if r.get("query")]
     if qs:
         s.query = {"n": len(qs), "exact_match": _mean([float(q["exact_match"]) for q in qs]),

@@ -7,7 +7,8 @@ choices then read this file in minutes. One line per question:
 
 A candidate's `features` are `graph_features` (explore/features/structure.py) without the question's own words, which
 `question_features(text)` gives again at fit time. `f1` is the answer F1 of the candidate's answers against the
-gold answers (1.0: the answers equal the gold); `shape` its structure-prior label (features/prior.py `graph_shape`),
+gold answers (1.0: the answers equal the gold; a train gold query ending `ORDER BY … LIMIT 1` whose first place is
+shared accepts each tied row, eval/ties.py, and the line says `"tied": n`); `shape` its structure-prior label (features/prior.py `graph_shape`),
 so that fitting can set the prior features out of fold. The file is appended question by question and a rerun skips the
 ids it already holds, so an interrupted run resumes.
 """
@@ -44,14 +45,19 @@ def result_json(res: QueryResult) -> JsonObject:
                                      for row in res.rows]}}
 
 
-def label_candidates(translator: ExploreTranslator, question: TrainQuestion) -> JsonObject:
-    """Run the search on one question and score each checked candidate's answers against the gold."""
+def label_candidates(translator: ExploreTranslator, question: TrainQuestion,
+                     gold_query: str | None = None) -> JsonObject:
+    """Run the search on one question and score each checked candidate's answers against the gold. With
+    `gold_query` (the gold query, runnable on the translator's store), a gold answer that `LIMIT 1` picked among
+    rows tied on the order keys counts each tied row as a gold answer (eval/ties.py): the candidate's F1 is its
+    best against any of them, and the line's `tied` says how many there were."""
     from eval.answer_metrics import score_question
     from kbqa.translators.explore.features.prior import graph_shape
     from kbqa.translators.explore.features.structure import graph_features
     from kbqa.translators.explore.lower.text import write
     from kbqa.translators.explore.rank.check import CHECK_ROW_CAP
 
+    golds = [question.gold, *tied_golds(translator, question.gold, gold_query)]
     _a, ranked, info = translator.search(question.question)
     # a candidate cut at the check's row cap is run again in full only when the gold is that large too (against
     # a smaller gold its F1 is low whatever the rows past the cap)
@@ -62,13 +68,31 @@ def label_candidates(translator: ExploreTranslator, question: TrainQuestion) -> 
             res = g.result  # the search's own execution
             if res is None or (big_gold and res.kind != "ask" and len(res.rows) >= CHECK_ROW_CAP):
                 res = translator.store.query(write(g, translator.schema, desq=False), row_cap=ROW_CAP, timeout_s=5.0)
-            f1 = score_question(question.gold, result_json(res)).qald.f1
+            answers = result_json(res)
+            f1 = max(score_question(gold, answers).qald.f1 for gold in golds)
         except KBQAError:  # the store refuses or times out now: it answers nothing
             f1 = 0.0
         feats = {k: round(v, 5) for k, v in graph_features(g).items() if not k.startswith(QUESTION_KEYS)}
         cands.append({"features": feats, "f1": round(float(f1), 4), "family": g.family, "shape": graph_shape(g)})
-    return {"id": question.id, "kg": question.kg, "text": question.question,
+    line = {"id": question.id, "kg": question.kg, "text": question.question,
             "seconds": round(float(info.get("seconds", 0.0)), 4), "candidates": cands}
+    if len(golds) > 1:
+        line["tied"] = len(golds) - 1
+    return line
+
+
+def tied_golds(translator: ExploreTranslator, gold: JsonObject | None, gold_query: str | None) -> list[JsonObject]:
+    """The tied rows' gold answers of an `ORDER BY … LIMIT 1` gold query on the translator's store (eval/ties.py);
+    [] when there are none or the store cannot run the query."""
+    from eval.ties import tied_answers
+
+    if not gold_query:
+        return []
+    try:
+        return tied_answers(gold_query, gold,
+                            lambda q: result_json(translator.store.query(q, row_cap=ROW_CAP, timeout_s=10.0)))
+    except KBQAError:  # the store refuses the gold query or times out: the recorded answer alone
+        return []
 
 
 def _gold_rows(gold: JsonObject | None) -> int:
@@ -98,6 +122,7 @@ def read_candidates(path: str | Path) -> list[JsonObject]:
 def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[str] | None = None,
             limit: int | None = None, budget_s: float | None = None, progress: bool = True) -> Path:
     """Write (or complete) the candidates file `out` for the train KGs of `folder` (stores under `work`)."""
+    from eval.loaders_formats import spider4sparql_query
     from kbqa.translators.explore import ExploreTranslator
     from kbqa.translators.explore.context import DEFAULT_BUDGET_S
 
@@ -120,7 +145,7 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
                 for q in questions:
                     t0 = time.perf_counter()
                     try:
-                        line = label_candidates(tr, q)
+                        line = label_candidates(tr, q, spider4sparql_query(q.sparql) if q.sparql else None)
                     except KBQAError as e:  # a question the search cannot take: no candidates, counted as a miss
                         line = {"id": q.id, "kg": kg, "text": q.question, "seconds": time.perf_counter() - t0,
                                 "candidates": [], "error": str(e)}

@@ -119,7 +119,7 @@ def mention_extras(examples: list[Example], store_dir: Path, prior: dict[str, An
     memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
     try:
         detector = MentionDetector(open_lexicon(store_dir), memory,
-                                   MentionPrior(spans=prior["spans"], words=prior["words"]))
+                                   MentionPrior(spans=prior["spans"], words=prior["words"]), fuzzy_beside_exact=True)
         return {e.id: tuple(mention_features(detector.detect(e.question), e.question)) for e in examples}
     finally:
         memory.close()

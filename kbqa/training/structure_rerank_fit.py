@@ -74,7 +74,7 @@ def reranker_rows(examples: list[Example], store_dir: Path, c: float, say: Any, 
         model = StructureModel(part, props, embedder)
         memory = LabelMemory(StoreLayout.of(store_dir).labels, readonly=True)
         try:
-            detector = MentionDetector(open_lexicon(store_dir), memory, model.mention_prior)
+            detector = MentionDetector(open_lexicon(store_dir), memory, model.mention_prior, fuzzy_beside_exact=True)
             for e in held:
                 mentions = detector.detect(e.question, max_candidates=MENTION_CANDIDATES)
                 for cand in model.candidates(e.question, mentions, SKELETONS_TRIED):

@@ -26,12 +26,16 @@ from kbqa.translators.language import ENGLISH
 
 log = logging.getLogger(__name__)
 
-MAX_SPAN_TOKENS = 8
+MAX_SPAN_TOKENS = 12  # award and office names run to 9-11 words ("… Award for Best Actor in a Leading Role")
 # Words that start questions or glue them; never a whole mention unless the prior says otherwise (the English
 # profile's list, language.py; the cases translator imports it under this name).
 STOPWORDS = ENGLISH.mention_stopwords
 # A fuzzy match counts only above this similarity (rapidfuzz ratio in [0, 1]).
 FUZZY_MIN = 0.86
+# The prior of a fuzzy name found beside names matched exactly: a weaker guess than those, kept under the 0.2 at
+# which the structure chooser counts a mention as an entity (its features stay what they were fitted on), but there
+# for a skeleton that wants one more entity ("Did Jeffery Dahmer die in Portage?": Portage exact, the name misspelt).
+FUZZY_BESIDE_EXACT_PRIOR = 0.15
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 
 
@@ -134,7 +138,10 @@ class MentionDetector:
     """Finds entity (and class) mentions with the store's lexical index and label memory."""
 
     def __init__(self, lexicon: LexicalIndex, memory: LabelMemory, prior: MentionPrior | None = None,
-                 kinds: tuple[str, ...] = ("entity", "class")):
+                 kinds: tuple[str, ...] = ("entity", "class"), fuzzy_beside_exact: bool = False):
+        """`fuzzy_beside_exact`: also search the words no likely exact name covers fuzzily when there is one (a
+        misspelt second name; prior FUZZY_BESIDE_EXACT_PRIOR), not only when no exact name is likely."""
+        self.fuzzy_beside_exact = fuzzy_beside_exact
         self.lexicon = lexicon
         self.memory = memory
         self.prior = prior or MentionPrior()
@@ -185,9 +192,15 @@ class MentionDetector:
             prior = self.prior.span_prior(norm)
             mentions.append(Mention(start, end, question[start:end], norm, self._score(prior, j - i, len(toks), cands),
                                     prior, False, cands))
-        if not any(m.prior >= 0.3 for m in mentions):
+        # fuzzy runs: of every word when no exact name is likely, else (`fuzzy_beside_exact`) of the words no likely
+        # exact name covers
+        strong = [m for m in mentions if m.prior >= 0.3]
+        if not strong or self.fuzzy_beside_exact:
+            covered = {k for k, t in enumerate(toks) if any(m.start <= t[0] and t[1] <= m.end for m in strong)}
             seen = {(m.start, m.end) for m in mentions}
-            mentions.extend(m for m in self._fuzzy(question, toks, max_candidates) if (m.start, m.end) not in seen)
+            prior = FUZZY_BESIDE_EXACT_PRIOR if strong else 0.5
+            mentions.extend(m for m in self._fuzzy(question, toks, max_candidates, covered, prior)
+                            if (m.start, m.end) not in seen)
         mentions.sort(key=lambda m: (-m.score, -(m.end - m.start)))
         return mentions[:max_mentions * 3]
 
@@ -198,16 +211,19 @@ class MentionDetector:
         whole = 0.6 if n_tokens == n_question else 1.0  # a span that is the whole question is rarely the entity
         return prior * length * best.match * (0.6 + 0.4 * self.pop(best.popularity)) * whole
 
-    def _fuzzy(self, question: str, toks: list[tuple[int, int, str]], max_candidates: int) -> list[Mention]:
-        """Runs of content words searched fuzzily (a misspelt or differently written name)."""
+    def _fuzzy(self, question: str, toks: list[tuple[int, int, str]], max_candidates: int,
+               covered: set[int] | None = None, prior: float = 0.5) -> list[Mention]:
+        """Runs of content words searched fuzzily (a misspelt or differently written name); a token in `covered`
+        (inside a name matched exactly) ends a run and starts none."""
+        covered = covered or set()
         runs: list[tuple[int, int]] = []
         i = 0
         while i < len(toks):
-            if self.prior.structure_word(toks[i][2]):
+            if i in covered or self.prior.structure_word(toks[i][2]):
                 i += 1
                 continue
             j = i
-            while j < len(toks) and not self.prior.structure_word(toks[j][2]):
+            while j < len(toks) and j not in covered and not self.prior.structure_word(toks[j][2]):
                 j += 1
             runs.append((i, j))
             i = j
@@ -224,7 +240,6 @@ class MentionDetector:
             if not hits:
                 continue
             cands = self._candidates(hits, max_candidates)
-            prior = 0.5
             out.append(Mention(start, end, question[start:end], norm,
                                0.8 * self._score(prior, j - i, len(toks), cands), prior, True, cands))
         return out

@@ -52,7 +52,8 @@ class StructureTranslator(Translator):
         self._own_memory = memory is None
         self.memory = memory if memory is not None else LabelMemory(layout.labels, readonly=True)
         self.model = model or load_model(model_path)
-        self.detector = MentionDetector(open_lexicon(store_dir), self.memory, self.model.mention_prior)
+        self.detector = MentionDetector(open_lexicon(store_dir), self.memory, self.model.mention_prior,
+                                        fuzzy_beside_exact=True)
 
     def answer(self, question: str) -> StructuredAnswer:
         return self.model.answer(question, self.detector)
