@@ -160,3 +160,37 @@ def test_eval_reports_a_tied_gold_beside_accuracy(ingest_turtle: Callable[[str, 
     assert summary.gold_tied == 2 and summary.accuracy == pytest.approx(1 / 3)
     assert summary.accuracy_ties_accepted == pytest.approx(2 / 3)
     assert "2 gold answers are one row of several tied" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_kbqa_eval_prints_the_ties_line(ingest_turtle: Callable[[str, str], Path], tmp_path: Path) -> None:
+    """The real CLI on a QALD file written for the test: the text summary names the tied gold and the accuracy
+    with ties accepted; an escaped `#` in a prefixed name draws no rdflib warning."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from kb_dumps.store import LocalStore
+
+    store = ingest_turtle(TOWN, "town_cli")
+    with LocalStore(store, timeout_s=20) as s:
+        rows = s.query(MOST_COMMON_CITY.replace("LIMIT 1", "")).rows
+    other = next(r for r in rows[1:] if r[1] == rows[0][1])
+    gold = {"head": {"vars": ["city", "n"]}, "results": {"bindings": [{"city": other[0], "n": other[1]}]}}
+    escaped = MOST_COMMON_CITY.replace("PREFIX t: <http://example.org/town/person#>",
+                                       "PREFIX t: <http://example.org/town/>").replace("t:city", "t:person\\#city")
+    bench = tmp_path / "town.json"
+    bench.write_text(json.dumps({"dataset": {"id": "town"}, "questions": [
+        {"id": "1", "question": [{"language": "en", "string": "Which city do the most people live in?"}],
+         "query": {"sparql": escaped}, "answers": [gold]}]}), encoding="utf-8")
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"id": "1", "sparql": MOST_COMMON_CITY}) + "\n", encoding="utf-8")
+    # a process of its own: rdflib's logging goes to that process's stderr as a user sees it
+    done = subprocess.run([sys.executable, "-m", "kbqa.cli", "eval", str(bench), "--predictions", str(preds),
+                           "--store", str(store), "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
+    assert "0 fully correct" in out
+    assert "ties       1 gold answer(s) one row of several tied" in out and "counting any tied row 100.0%" in out
+    assert "does not look like a valid URI" not in out + err

@@ -400,6 +400,9 @@ def _print_text(s: Summary, out: Path) -> None:
     if q:
         print(f"  query      exact match {100 * q['exact_match']:.1f}   triple F1 {100 * q['triples_f1']:.1f}   "
               f"entity F1 {100 * q['entities_f1']:.1f}   property F1 {100 * q['properties_f1']:.1f}")
+    if s.gold_tied:
+        print(f"  ties       {s.gold_tied} gold answer(s) one row of several tied on ORDER BY … LIMIT 1; fully correct "
+              f"counting any tied row {100 * (s.accuracy_ties_accepted or 0.0):.1f}%")
     failed = ", ".join(f"{k} {v}" for k, v in s.stages.items() if v)
     print(f"  failures   {failed or 'none'}")
     print(f"  report     {out / 'report.html'}  (also results.jsonl, summary.json, report.md)")

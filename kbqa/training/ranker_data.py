@@ -8,8 +8,8 @@ choices then read this file in minutes. One line per question:
 A candidate's `features` are `graph_features` (explore/features/structure.py) without the question's own words, which
 `question_features(text)` gives again at fit time. `f1` is the answer F1 of the candidate's answers against the
 gold answers (1.0: the answers equal the gold; a train gold query ending `ORDER BY … LIMIT 1` whose first place is
-shared accepts each tied row, eval/ties.py, and the line says `"tied": n`); `shape` its structure-prior label (features/prior.py `graph_shape`),
-so that fitting can set the prior features out of fold. The file is appended question by question and a rerun skips the
+shared accepts each tied row, eval/ties.py, and the line says `"tied": n`); `shape` its structure-prior label
+(features/prior.py `graph_shape`), so that fitting can set the prior features out of fold. The file is appended question by question and a rerun skips the
 ids it already holds, so an interrupted run resumes.
 """
 
