@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval.attribution import STAGE_ORDER
 from eval.report_html import html_report
-from eval.summary import Summary, failure_rows, kind_cell, summary_rows
+from eval.summary import Summary, failure_rows, kind_cell, summary_rows, ties_sentence
 from kb_dumps.json_types import JsonObject, JsonValue
 
 
@@ -23,11 +23,7 @@ def markdown_report(summaries: list[Summary], results: list[JsonObject] | None =
              "Figures in percent. *QALD F1*: mean per-question F1; *macro-F1 (P,R)*: F1 of macro precision and "
              "recall (GERBIL). *Strict*: a question whose gold and predicted answers are both empty counts only "
              "if the queries match. Definitions: eval/README.md.", "", "## Summary", "", *_md_table(head, rows), ""]
-    for s in summaries:
-        if s.gold_tied:
-            lines += [f"{s.dataset} / {s.system}: {s.gold_tied} gold answers are one row of several tied on an "
-                      f"`ORDER BY … LIMIT 1` (the file keeps whichever its engine put first); counting any tied row "
-                      f"as right, correct % is {100 * (s.accuracy_ties_accepted or 0.0):.1f}.", ""]
+    lines += [f"{t}\n" for t in map(ties_sentence, summaries) if t]
     lines += ["## Failures per stage", "", *_md_table(["system", *STAGE_ORDER],
                                                      [[s.system, *(str(s.stages.get(k, 0)) for k in STAGE_ORDER)]
                                                       for s in summaries]), ""]

@@ -8,7 +8,7 @@ import io
 from typing import TYPE_CHECKING
 
 from eval.attribution import STAGE_ORDER
-from eval.summary import Summary, failure_rows, kind_cell, summary_rows
+from eval.summary import Summary, failure_rows, kind_cell, summary_rows, ties_sentence
 from kb_dumps.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ def html_report(summaries: list[Summary], results: list[JsonObject] | None = Non
              "F1 of macro precision and recall (GERBIL). <b>Strict</b>: a question whose gold and predicted answers "
              "are both empty counts only if the queries match. Definitions in eval/README.md.</p>",
              "<h2>Summary</h2>", _table(head, rows, "summary")]
+    parts += [f'<p class="note">{e(t)}</p>' for t in map(ties_sentence, summaries) if t]
     for s in summaries:
         parts.append(f'<p class="note">{e(s.dataset)} / {e(s.system)}: code {e(s.code_version)}; '
                      f'settings {e(str(s.settings))}</p>')

@@ -133,6 +133,15 @@ def summary_rows(summaries: list[Summary]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def ties_sentence(s: Summary) -> str | None:
+    """What the tied golds of a run say (eval/ties.py), for the reports; None when no gold is tied."""
+    if not s.gold_tied:
+        return None
+    return (f"{s.dataset} / {s.system}: {s.gold_tied} gold answers are one row of several tied on an "
+            f"`ORDER BY … LIMIT 1` (the file keeps whichever its engine put first); counting any tied row as right, "
+            f"correct % is {100 * (s.accuracy_ties_accepted or 0.0):.1f}.")
+
+
 def failure_rows(results: list[JsonObject], cap: int = 50) -> list[list[str]]:
     """The first `cap` wrong questions: id, stage, message, question."""
     rows = []

@@ -159,7 +159,8 @@ def test_eval_reports_a_tied_gold_beside_accuracy(ingest_turtle: Callable[[str, 
         (True, True, None)
     assert summary.gold_tied == 2 and summary.accuracy == pytest.approx(1 / 3)
     assert summary.accuracy_ties_accepted == pytest.approx(2 / 3)
-    assert "2 gold answers are one row of several tied" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    for report in ("report.md", "report.html"):
+        assert "2 gold answers are one row of several tied" in (tmp_path / report).read_text(encoding="utf-8")
 
 
 def test_kbqa_eval_prints_the_ties_line(ingest_turtle: Callable[[str, str], Path], tmp_path: Path) -> None:
