@@ -123,13 +123,13 @@ def predicted(res: Result) -> JsonObject | None:
 def tied_golds(rec: Any, gold: JsonObject | None, store: Any, kb: str) -> list[JsonObject]:
     """The other rows a gold `ORDER BY … LIMIT 1` query could have kept where its first place is shared
     (eval/ties.py), run on the same store; [] when none or the store cannot run it."""
-    from eval.ties import tied_answers
+    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, tied_answers
 
     if not rec.sparql:
         return []
     query = prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql
     try:
-        return tied_answers(query, gold, lambda q: store.query(q).to_dict())
+        return tied_answers(query, gold, lambda q: store.query(q, timeout_s=TIE_TIMEOUT_S, row_cap=TIE_ROW_CAP).to_dict())
     except Exception:  # noqa: BLE001 - a gold query the store cannot run: the recorded answer alone
         return []
 

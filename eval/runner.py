@@ -151,12 +151,12 @@ def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: Json
 def _tied_golds(gold_sparql: str, gold: GoldAnswers, store: Store) -> list[JsonObject]:
     """The rows a gold `ORDER BY … LIMIT 1` query could equally have kept where its first place is shared
     (eval/ties.py), read on the store; [] when none or the store cannot run the query without its limit."""
-    from eval.ties import order_keys, tied_answers
+    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, order_keys, tied_answers
 
     if order_keys(gold_sparql) is None:
         return []
     try:
-        return tied_answers(gold_sparql, gold, store.query)
+        return tied_answers(gold_sparql, gold, lambda q: store.query(q, timeout_s=TIE_TIMEOUT_S, row_cap=TIE_ROW_CAP))
     except KBQAError:
         return []
 

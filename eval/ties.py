@@ -21,6 +21,10 @@ from collections.abc import Callable
 from kb_dumps.json_types import JsonObject
 
 TIED_CAP = 50  # tied rows returned at most (a first place shared by hundreds says the question is ill-posed)
+# The query without its limit sorts every row: on a large store that costs, so a caller bounds it (a run cut by the
+# row cap still holds the leading tied rows; one past the time limit gives no alternatives)
+TIE_ROW_CAP = 1000
+TIE_TIMEOUT_S = 10.0
 _TAIL = re.compile(r"\bORDER\s+BY\s+(?P<keys>(?:(?!\bLIMIT\b).)+?)\s*\bLIMIT\s+1\s*$", re.I | re.S)
 _KEY_TERM = re.compile(r"(?:ASC|DESC)\s*\(\s*\?\w+\s*\)|\?\w+", re.I)
 _SELECT = re.compile(r"\bSELECT\s+(?:(?:DISTINCT|REDUCED)\s+)?", re.I)

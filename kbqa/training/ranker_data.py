@@ -84,13 +84,13 @@ def label_candidates(translator: ExploreTranslator, question: TrainQuestion,
 def tied_golds(translator: ExploreTranslator, gold: JsonObject | None, gold_query: str | None) -> list[JsonObject]:
     """The tied rows' gold answers of an `ORDER BY … LIMIT 1` gold query on the translator's store (eval/ties.py);
     [] when there are none or the store cannot run the query."""
-    from eval.ties import tied_answers
+    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, tied_answers
 
     if not gold_query:
         return []
     try:
-        return tied_answers(gold_query, gold,
-                            lambda q: result_json(translator.store.query(q, row_cap=ROW_CAP, timeout_s=10.0)))
+        return tied_answers(gold_query, gold, lambda q: result_json(
+            translator.store.query(q, row_cap=TIE_ROW_CAP, timeout_s=TIE_TIMEOUT_S)))
     except KBQAError:  # the store refuses the gold query or times out: the recorded answer alone
         return []
 
