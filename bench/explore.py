@@ -40,6 +40,7 @@ from bench.outputs import write_run_folder
 from eval.answer_metrics import score_question
 from eval.loaders import SPIDER4SPARQL_DBS, load_benchmark
 from eval.loaders_sparql import prepare_gold_sparql
+from eval.ties import tied_on_store
 from kb_dumps.json_types import JsonObject
 from kb_dumps.layout import StoreLayout
 
@@ -120,18 +121,11 @@ def predicted(res: Result) -> JsonObject | None:
     return res.answers.to_result_dict() if res.answers is not None else None
 
 
-def tied_golds(rec: Any, gold: JsonObject | None, store: Any, kb: str) -> list[JsonObject]:
+def tied_golds(rec: Any, gold: JsonObject | None, store: Store, kb: str) -> list[JsonObject]:
     """The other rows a gold `ORDER BY … LIMIT 1` query could have kept where its first place is shared
     (eval/ties.py), run on the same store; [] when none or the store cannot run it."""
-    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, tied_answers
-
-    if not rec.sparql:
-        return []
-    query = prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql
-    try:
-        return tied_answers(query, gold, lambda q: store.query(q, timeout_s=TIE_TIMEOUT_S, row_cap=TIE_ROW_CAP).to_dict())
-    except Exception:  # noqa: BLE001 - a gold query the store cannot run: the recorded answer alone
-        return []
+    query = (prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql) if rec.sparql else None
+    return tied_on_store(query, gold, store)
 
 
 def run_set(name: str, records: list, store_dir: Path, translator: Any, *, run_gold: bool, kb: str) -> list[dict]:

@@ -19,6 +19,7 @@ from eval.query_metrics import per_placeholder, score_query
 from eval.records import Record
 from eval.report import write_reports
 from eval.summary import Summary, summarise
+from eval.ties import tied_on_store
 from kb_dumps.json_types import JsonObject, JsonValue
 from kb_dumps.profiles import get_profile
 from kb_dumps.stage_errors import EXIT_USAGE, ErrorInfo, KBQAError
@@ -148,19 +149,6 @@ def _predicted_answers(pred: Prediction, store: Store | None, kb: str, out: Json
     return pred_ans, answered, refused
 
 
-def _tied_golds(gold_sparql: str, gold: GoldAnswers, store: Store) -> list[JsonObject]:
-    """The rows a gold `ORDER BY … LIMIT 1` query could equally have kept where its first place is shared
-    (eval/ties.py), read on the store; [] when none or the store cannot run the query without its limit."""
-    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, order_keys, tied_answers
-
-    if order_keys(gold_sparql) is None:
-        return []
-    try:
-        return tied_answers(gold_sparql, gold, lambda q: store.query(q, timeout_s=TIE_TIMEOUT_S, row_cap=TIE_ROW_CAP))
-    except KBQAError:
-        return []
-
-
 def score_record(record: Record, pred: Prediction, *, store: Store | None = None, kb: str | None = None,
                  system: str = "") -> JsonObject:
     """Score one prediction against its record; the results.jsonl line (see eval/README.md, "Runner")."""
@@ -198,7 +186,7 @@ def score_record(record: Record, pred: Prediction, *, store: Store | None = None
         out["correct"] = bool(out["query"]["exact_match"])
     out["correct_ties_accepted"] = out["correct"]
     if out["answer"] is not None and gold is not None and store is not None and record.sparql:
-        tied = _tied_golds(record.sparql, gold, store)
+        tied = tied_on_store(record.sparql, gold, store)
         if tied:
             out["gold_tied"] = len(tied)
             out["correct_ties_accepted"] = out["correct"] or any(

@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kb_dumps.json_types import JsonObject
+from kb_dumps.stage_errors import KBQAError
+
+if TYPE_CHECKING:
+    from kb_dumps.store_types import Store
 
 TIED_CAP = 50  # tied rows returned at most (a first place shared by hundreds says the question is ill-posed)
 # The query without its limit sorts every row: on a large store that costs, so a caller bounds it (a run cut by the
@@ -107,3 +112,14 @@ def tied_answers(sparql: str, recorded: object, run: Callable[[str], object]) ->
     if len(tied) < 2 or not any(_same_row(t, recorded_rows[0], names) for t in tied):
         return []
     return [{"head": {"vars": names}, "results": {"bindings": [t]}} for t in tied[:TIED_CAP]]
+
+
+def tied_on_store(sparql: str | None, recorded: object, store: Store) -> list[JsonObject]:
+    """`tied_answers` with the gold query run on `store` within TIE_ROW_CAP rows and TIE_TIMEOUT_S seconds; [] when
+    there is no query or the store refuses it or runs out of time (the recorded answer alone then)."""
+    if not sparql:
+        return []
+    try:
+        return tied_answers(sparql, recorded, lambda q: store.query(q, timeout_s=TIE_TIMEOUT_S, row_cap=TIE_ROW_CAP))
+    except KBQAError:
+        return []

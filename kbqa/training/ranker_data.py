@@ -52,12 +52,13 @@ def label_candidates(translator: ExploreTranslator, question: TrainQuestion,
     rows tied on the order keys counts each tied row as a gold answer (eval/ties.py): the candidate's F1 is its
     best against any of them, and the line's `tied` says how many there were."""
     from eval.answer_metrics import score_question
+    from eval.ties import tied_on_store
     from kbqa.translators.explore.features.prior import graph_shape
     from kbqa.translators.explore.features.structure import graph_features
     from kbqa.translators.explore.lower.text import write
     from kbqa.translators.explore.rank.check import CHECK_ROW_CAP
 
-    golds = [question.gold, *tied_golds(translator, question.gold, gold_query)]
+    golds = [question.gold, *tied_on_store(gold_query, question.gold, translator.store)]
     _a, ranked, info = translator.search(question.question)
     # a candidate cut at the check's row cap is run again in full only when the gold is that large too (against
     # a smaller gold its F1 is low whatever the rows past the cap)
@@ -79,20 +80,6 @@ def label_candidates(translator: ExploreTranslator, question: TrainQuestion,
     if len(golds) > 1:
         line["tied"] = len(golds) - 1
     return line
-
-
-def tied_golds(translator: ExploreTranslator, gold: JsonObject | None, gold_query: str | None) -> list[JsonObject]:
-    """The tied rows' gold answers of an `ORDER BY … LIMIT 1` gold query on the translator's store (eval/ties.py);
-    [] when there are none or the store cannot run the query."""
-    from eval.ties import TIE_ROW_CAP, TIE_TIMEOUT_S, tied_answers
-
-    if not gold_query:
-        return []
-    try:
-        return tied_answers(gold_query, gold, lambda q: result_json(
-            translator.store.query(q, row_cap=TIE_ROW_CAP, timeout_s=TIE_TIMEOUT_S)))
-    except KBQAError:  # the store refuses the gold query or times out: the recorded answer alone
-        return []
 
 
 def _gold_rows(gold: JsonObject | None) -> int:
