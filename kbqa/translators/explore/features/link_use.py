@@ -19,9 +19,9 @@ attribute names also say which class is meant: the one whose predicates hold the
 Nothing here knows a language; the fitted ranker learns from the train KGs how much a dropped value or a class
 that lacks a named attribute costs.
 
-Measured (BENCHMARKS.md, issue 22 tenth pass): on the train KGs' 5-fold by KG, trees fitted with them score 0.4
-points below the same candidates without them (0.6647 vs 0.6690), so the shipped trees do not read them; the
-candidates files carry them for a fit where several KGs share one schema (issue 25's merged endpoint).
+Measured (BENCHMARKS.md, issue 22 tenth pass): on the train KGs' 5-fold by KG, trees fitted with them then scored 0.4
+points below the same candidates without them (0.6647 vs 0.6690); the rankers fitted since (twelfth pass on) read
+every non-word feature, these included, as the shipped ranker.json's feature list shows.
 """
 
 from __future__ import annotations

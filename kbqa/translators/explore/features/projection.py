@@ -13,9 +13,8 @@ it, and the fitted ranker learns from the train KGs which columns a question of 
   p_after_shown    attribute words after the focus class's mention that the candidate shows
   p_focus_attrs    1 when the candidate shows the focus items and also a named attribute of them
 
-Measured (BENCHMARKS.md, issue 22 seventh pass): trees fitted with them gain no more than the learner's own noise on
-the train KGs' k-fold and lose a little on held-out SimpleQuestions train, so the shipped trees do not read them
-yet; the candidates files carry them for the next fit.
+Measured (BENCHMARKS.md, issue 22 seventh pass): trees fitted with them then gained no more than the learner's own
+noise on the train KGs' k-fold; the rankers fitted since (eighth pass on) read every non-word feature, these included.
 """
 
 from __future__ import annotations

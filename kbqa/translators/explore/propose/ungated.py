@@ -3,8 +3,9 @@
 `propose/shapes.py` reads the question's cue words into shapes (a count word gives a COUNT, "each" a GROUP BY);
 a phrasing its word lists lack would never be proposed. This module proposes, beside them, every shape the
 linked attributes and related classes allow — the plain projection (and DISTINCT), COUNT, ASK, AVG / MIN / MAX
-/ SUM of each numeric attribute (alone and per value of another attribute; several of one attribute and one of
-two attributes in one query, feature `multi_agg`), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute
+/ SUM of each numeric attribute (alone and per value of another attribute; several of one attribute, one of two
+attributes, the count beside one aggregate, each also per value of another attribute, feature `multi_agg`; an
+implied attribute's too), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute
 value (and its most / least common value), related items counted per focus item (and the focus item with the most
 / fewest), HAVING a count against a number of the question, NOT EXISTS of a related class, a related item's
 display column beside the focus's attributes (`related_shown`), and counts and aggregates per value of the
@@ -17,7 +18,7 @@ and shows what ranked it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypedDict, Unpack
 
 from rapidfuzz import fuzz
@@ -155,14 +156,16 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
         # several aggregates of one attribute ("the oldest and the youngest age", "the mean, lowest and highest")
         for fns in SEVERAL_AGGREGATES:
             yield shape([()], aggs=[(fn, x[0]) for fn in fns], features={"multi_agg": 1.0})
-        if others:
-            yield shape([others[0][0]], aggs=[(fn, x[0]) for fn in SEVERAL_AGGREGATES[0]], group=True,
-                        features={"multi_agg": 1.0})
+        for key in others[:MAX_GROUP_KEYS]:  # the same per value of another attribute, and with the count
+            yield from _grouped_several(shape, key[0], x[0])
     if len(numeric) >= 2:  # one aggregate of two attributes ("the total deaths and damage"), or the extremes
         pairs = [(fn, fn) for fn in AGGREGATES] + [("MIN", "MAX"), ("MAX", "MIN")]
         for fns in pairs:
             yield shape([()], aggs=[(fn, x[0]) for fn, x in zip(fns, numeric, strict=True)],
                         features={"multi_agg": 1.0})
+        for key in [y for y in attrs if y not in numeric][:MAX_GROUP_KEYS]:  # ... per value of a third one
+            for fn in AGGREGATES:
+                yield shape([key[0]], aggs=[(fn, x[0]) for x in numeric], group=True, features={"multi_agg": 1.0})
     # a date or a text orders too (a text by its characters, as the store compares it: "56" < "9")
     for x in [x for x in attrs if not is_numeric(s, x[0])][:MAX_NUMERIC]:
         shown = [p for p, _ in attrs if p != x[0]]
@@ -176,8 +179,12 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
     for i, path in enumerate(implicit_attributes(s, a, focus, attrs, [(r[0], r[1].iri) for r in related])):
         date = {"implicit": 1.0, **({"key_date": 1.0} if _is_date(s, path) else {})}
         # an average or a total mostly names what it sums ("the average salary"): only of the likeliest one
-        for fn in ("MIN", "MAX") if i or _is_date(s, path) else AGGREGATES:
+        fns = ("MIN", "MAX") if i or _is_date(s, path) else AGGREGATES
+        for fn in fns:
             yield shape([()], aggs=[(fn, path)], features=date)
+        for key in [x for x in attrs if x[0] != path][:MAX_GROUP_KEYS]:  # "the youngest age for each job"
+            for fn in fns:
+                yield shape([key[0]], aggs=[(fn, path)], group=True, features=date)
         for desc in (True, False):
             yield shape([()] + paths, order=(path, desc), limit=1, features=date)
     numbers = sorted({n[0] for n in a.cues.numbers})
@@ -210,6 +217,16 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
         for value in numbers[:2]:
             for op in HAVING_OPS:
                 yield shape(shown, aggs=[("COUNT", path)], group=True, having=(op, value, path), sp=sp)
+
+
+def _grouped_several(shape: Callable[..., Shape], key: Path, target: Path) -> Iterator[Shape]:
+    """Several aggregates per value of `key`: the extremes and the mean of `target` ("the lowest and highest price
+    for each maker"), and the count of items beside one aggregate ("the number of ships and their average tonnage
+    per type")."""
+    for fns in SEVERAL_AGGREGATES:
+        yield shape([key], aggs=[(fn, target) for fn in fns], group=True, features={"multi_agg": 1.0})
+    for fn in AGGREGATES:
+        yield shape([key], aggs=[("COUNT", None), (fn, target)], group=True, features={"multi_agg": 1.0})
 
 
 def key_twins(s: Probe, a: Anchors, focus: str, spans: list[tuple[int, int]]) -> list[Attr]:
