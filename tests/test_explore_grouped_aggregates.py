@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from assembler.writer import write_sparql
+from kb_dumps.profiles import KBProfile
+from kbqa.frontends.desq import parse_desq
 from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore.lower.text import lower, write
 
 H = "http://example.org/harbour/"
 HARBOUR = f"""@prefix h: <{H}> .
@@ -93,3 +97,18 @@ def test_no_grouping_attribute_no_grouped_aggregates(harbour: ExploreTranslator)
     _a, ranked, _info = harbour.search("What are the smallest and largest tonnage of the ships?")
     assert not [g for g in ranked if g.group and len(g.aggs) >= 2]
     assert [g for g in ranked if not g.group and {fn for fn, _ in g.aggs} == {"MIN", "MAX"}]
+
+
+def test_the_grouped_aggregates_read_back_through_desq(harbour: ExploreTranslator) -> None:
+    # what the pipeline compiles: the DeSQ of each new shape parses, and its assembled SPARQL is the checked query
+    got = (_grouped(harbour, "Give the number of ships and their mean tonnage per type of ship.", "ship_type",
+                    {("COUNT", "*"), ("AVG", "tonnage")})
+           + _grouped(harbour, "What are the total tonnage and crew of each ship type?", "ship_type",
+                      {("SUM", "tonnage"), ("SUM", "crew")}))
+    assert len(got) >= 2
+    for g in got:
+        parsed = parse_desq(write(g, harbour.schema, desq=True))
+        assert parsed.ok, parsed.errors
+        sparql = write_sparql(parsed.plan, KBProfile(), lower(g, harbour.schema).mapping, rename_vars=False).sparql
+        assert sparql == write(g, harbour.schema, desq=False)
+        assert "GROUP BY" in sparql and sparql.count("AS ?agg") == 2
