@@ -121,11 +121,14 @@ def predicted(res: Result) -> JsonObject | None:
     return res.answers.to_result_dict() if res.answers is not None else None
 
 
-def tied_golds(rec: Any, gold: JsonObject | None, store: Store, kb: str) -> list[JsonObject]:
-    """The other rows a gold `ORDER BY … LIMIT 1` query could have kept where its first place is shared
-    (eval/ties.py), run on the same store; [] when none or the store cannot run it."""
+def f1_ties_accepted(rec: Any, gold: JsonObject | None, answers: JsonObject | None, f1: float, store: Store,
+                     kb: str) -> tuple[float, int]:
+    """The answers' best F1 against the gold (`f1`) and against each other row a gold `ORDER BY … LIMIT 1` query
+    could have kept where its first place is shared (eval/ties.py, run on the same store), and how many rows tie
+    (0 when none or the store cannot run it)."""
     query = (prepare_gold_sparql(rec.sparql, kb=kb, check_syntax=False).sparql or rec.sparql) if rec.sparql else None
-    return tied_on_store(query, gold, store)
+    tied = tied_on_store(query, gold, store)
+    return max([f1] + [score_question(t, answers, kb=kb).qald.f1 for t in tied]), len(tied)
 
 
 def run_set(name: str, records: list, store_dir: Path, translator: Any, *, run_gold: bool, kb: str) -> list[dict]:
@@ -136,10 +139,9 @@ def run_set(name: str, records: list, store_dir: Path, translator: Any, *, run_g
         gold = gold_answers(rec, store, kb, run_gold)
         answers = predicted(res)
         ans = score_question(gold, answers, kb=kb)
-        tied = tied_golds(rec, gold, store, kb)
-        f1_tied = max([ans.qald.f1] + [score_question(t, answers, kb=kb).qald.f1 for t in tied])
+        f1_tied, n_tied = f1_ties_accepted(rec, gold, answers, ans.qald.f1, store, kb)
         rows.append({"set": name, "id": rec.id, "question": rec.question, "f1": ans.qald.f1,
-                     "f1_tied": f1_tied, "tied": len(tied),
+                     "f1_tied": f1_tied, "tied": n_tied,
                      "stage": None if res.ok else str(res.failed_stage), "seconds": seconds,
                      "structure": structure(rec.sparql or "")})
     return rows

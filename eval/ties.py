@@ -59,9 +59,12 @@ def as_sparql_json(result: object) -> JsonObject | None:
         return result
     if result.get("kind") != "select":
         return None
-    names = [str(v) for v in result.get("vars") or []]
-    rows = result.get("rows") or []
-    return {"head": {"vars": names}, "results": {"bindings": [
+    return select_json([str(v) for v in result.get("vars") or []], result.get("rows") or [])
+
+
+def select_json(names: list[str], rows: list[list]) -> JsonObject:
+    """Variables and rows (a store result's) as a SPARQL JSON SELECT result; an unbound cell is left out."""
+    return {"head": {"vars": list(names)}, "results": {"bindings": [
         {v: t for v, t in zip(names, row, strict=False) if t is not None} for row in rows]}}
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval.ties import select_json
 from kb_dumps.json_types import JsonObject
 from kb_dumps.stage_errors import KBQAError
 from kbqa.training.train_kgs import TrainQuestion, ensure_store, list_kgs, read_questions
@@ -40,9 +41,7 @@ def result_json(res: QueryResult) -> JsonObject:
     """A store result as a SPARQL JSON result (what the answer metrics read)."""
     if res.kind == "ask":
         return {"boolean": bool(res.boolean)}
-    return {"head": {"vars": list(res.vars)},
-            "results": {"bindings": [{v: t for v, t in zip(res.vars, row, strict=False) if t is not None}
-                                     for row in res.rows]}}
+    return select_json(res.vars, res.rows)
 
 
 def label_candidates(translator: ExploreTranslator, question: TrainQuestion,
