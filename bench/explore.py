@@ -15,7 +15,9 @@ the training sets with every scored question excluded by set and by text (as ben
 BESTIARY it runs 5-fold (each fold against a bank of the other four); on Spider4SPARQL there is no bank of solved
 dev questions, so only `explore` runs. The oracle (`--oracle`, on by default for BESTIARY and Spider) runs the
 search once more per question and labels every checked candidate by its answers: the share of questions with a
-right candidate among the first 50 and among all, and the mean number of candidates. Beside accuracy,
+right candidate among the first 50 the search checked (the hand weights' order), among the shipped trees' first
+50 (`ranked_oracle@50`: what the ranker keeps within reach) and among all, and the mean number of candidates.
+Beside accuracy,
 `gold_tied` counts the questions whose gold query ends `ORDER BY … LIMIT 1` with its first place shared (the file
 keeps one of the tied rows, whichever its engine put first) and `perfect_ties_accepted` is accuracy when any tied
 row counts as the gold (eval/ties.py); accuracy itself is unchanged.
@@ -168,19 +170,26 @@ def explore(store_dir: Path, ranker: str = "trees", **kw: Any) -> Any:
 
 
 def oracle_rows(name: str, records: list, store_dir: Path, *, run_gold: bool, kb: str) -> list[dict]:
-    """Every checked candidate of each question labelled by its answers (the ranker plays no part)."""
+    """Every checked candidate of each question labelled by its answers, in the order the search checked them
+    (the hand weights' order) and in the shipped ranker's order (`ranked50`: a right one among its first 50)."""
     from kbqa.training.ranker_data import label_candidates
+    from kbqa.training.ranker_fit import orders
     from kbqa.training.train_kgs import TrainQuestion
+    from kbqa.translators.explore.rank.rankers import DEFAULT_RANKER_PATH
+    from kbqa.translators.explore.translator import open_ranker
 
+    shipped = open_ranker(DEFAULT_RANKER_PATH)
     tr = explore(store_dir, "hand", fallback="never")
     out = []
     try:
         for rec in records:
             gold = gold_answers(rec, tr.store, kb, run_gold)  # any shape the answer metrics read
             row = label_candidates(tr, TrainQuestion(rec.id, name, rec.question, rec.sparql or "", gold))
-            out.append({"set": name, "id": rec.id, "n": len(row["candidates"]),
-                        "oracle50": any(c["f1"] >= 0.999 for c in row["candidates"][:50]),
-                        "oracle": any(c["f1"] >= 0.999 for c in row["candidates"])})
+            f1 = [c["f1"] for c in row["candidates"]]
+            out.append({"set": name, "id": rec.id, "n": len(f1),
+                        "oracle50": any(v >= 0.999 for v in f1[:50]),
+                        "ranked50": any(f1[i] >= 0.999 for i in orders(shipped, [row])[0][:50]),
+                        "oracle": any(v >= 0.999 for v in f1)})
     finally:
         tr.close()
     return out
@@ -189,6 +198,7 @@ def oracle_rows(name: str, records: list, store_dir: Path, *, run_gold: bool, kb
 def oracle_summary(rows: list[dict]) -> dict[str, Any]:
     n = len(rows) or 1
     return {"n": len(rows), "oracle@50": round(sum(r["oracle50"] for r in rows) / n, 3),
+            "ranked_oracle@50": round(sum(r.get("ranked50", False) for r in rows) / n, 3),
             "oracle": round(sum(r["oracle"] for r in rows) / n, 3),
             "mean_candidates": round(sum(r["n"] for r in rows) / n, 1)}
 

@@ -1,6 +1,7 @@
 """How many of the predicates a gold query uses `explore`'s schema linking finds in the question, on the Spider4SPARQL
 train KGs (never a dev KG), with and without the matcher for schema names written in short (*emp fname* / "first
-name", *crs code* / "course code", *dob* / "date of birth"; explore/link/name_match.py) in the same run.
+name", *crs code* / "course code", *dob* / "date of birth"; explore/link/name_match.py), and without two modifiers
+of one noun read apart ("first and last names": explore/link/words.py `coordinated_grams`), in the same run.
 
   python -m bench.schema_links --train-kgs ../shared/data/spider4sparql/train_kgs --work WORK
 
@@ -46,9 +47,12 @@ def main() -> int:
                 gold = gold_predicates(q.sparql)
                 counts["questions"] += 1
                 counts["gold"] += len(gold)
-                for mode in ("with", "without"):
+                for mode in ("with", "without", "uncoordinated"):
                     if mode == "with":
                         links = words.link_schema(q.question, tr.schema, lang=tr.ctx.language)
+                    elif mode == "uncoordinated":  # "first and last names" read as written only
+                        with mock.patch.object(words, "coordinated_grams", lambda *_a: []):
+                            links = words.link_schema(q.question, tr.schema, lang=tr.ctx.language)
                     else:  # the ablation: the short-name matcher answers "no match" everywhere
                         with mock.patch.object(words, "abbrev_score", lambda *_a: 0.0), \
                                 mock.patch.object(words, "abbreviates", lambda *_a: False):
@@ -61,8 +65,10 @@ def main() -> int:
             tr.close()
     n = max(counts["questions"], 1)
     summary = {"questions": counts["questions"], "kgs": len(kgs), "gold_predicates": counts["gold"]}
-    for mode in ("without", "with"):
-        summary[f"{mode}_short_names"] = {
+    for mode in ("without", "uncoordinated", "with"):
+        name = {"without": "without_short_names", "uncoordinated": "without_coordinated_modifiers",
+                "with": "with_both"}[mode]
+        summary[name] = {
             "recall": round(counts[f"{mode}_hit"] / max(counts["gold"], 1), 4),
             "all_linked": round(counts[f"{mode}_all"] / n, 4),
             "links_per_question": round(counts[f"{mode}_links"] / n, 2)}

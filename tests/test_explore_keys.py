@@ -81,6 +81,17 @@ def test_a_keyless_table_is_aggregated_per_code(shops: ExploreTranslator) -> Non
     assert sums and _rows(sums[0]) == {("N1", "10"), ("S2", "50")}
 
 
+@pytest.mark.parametrize("question", ["How many shops do the staff work in?", "Count the different shops staff work at."])
+def test_the_related_items_the_focus_rows_name_are_counted_once_each(shops: ExploreTranslator, question: str) -> None:
+    _a, ranked, _info = shops.search(question)
+    counted = [g for g in ranked if g.features.get("key_twin") and g.aggs and g.aggs[0][0] == "COUNT_DISTINCT"]
+    # the staff name three shop codes (N1 twice; Z9 names no shop, as the table stores it)
+    assert counted and _rows(counted[0]) == {("3",)}
+    # no other class named: the staff's own codes are no key twin
+    _a, ranked, _info = shops.search("How many staff are there?")
+    assert not any(g.features.get("key_twin") and g.aggs and g.aggs[0][0] == "COUNT_DISTINCT" for g in ranked)
+
+
 def test_a_related_item_is_shown_by_its_name(shops: ExploreTranslator) -> None:
     for q in ("List each staff member's name with the name of their shop.", "Staff names and their shop names?"):
         _a, ranked, _info = shops.search(q)

@@ -153,6 +153,18 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     assert len(first_per_kg(rows, None)) == 24
 
 
+def test_the_oracle_in_the_rankers_order_reads_its_first_k() -> None:
+    from kbqa.training.ranker_fit import summarise
+
+    rows = [{"candidates": [{"f1": 0.0}, {"f1": 0.0}, {"f1": 1.0}]},  # right one third in the file, first ranked
+            {"candidates": [{"f1": 1.0}, {"f1": 0.0}, {"f1": 0.0}]},  # right one first in the file, last ranked
+            {"candidates": []}]
+    got = summarise(rows, [2, 1, -1], k=2, ranked=[[2, 1, 0], [1, 2, 0], []])
+    assert got["accuracy"] == pytest.approx(1 / 3, abs=1e-4) and got["oracle"] == pytest.approx(2 / 3, abs=1e-4)
+    assert got["oracle@2"] == pytest.approx(1 / 3, abs=1e-4) and got["ranked_oracle@2"] == pytest.approx(1 / 3, abs=1e-4)
+    assert "ranked_oracle@2" not in summarise(rows, [2, 1, -1], k=2)  # no order given: not reported
+
+
 def test_a_large_kg_weighs_as_the_cap() -> None:
     d = Dataset(["f"], np.zeros((9, 1)), np.zeros(9), [2, 3, 2, 2], [], ["big", "big", "big", "small"])
     w = kg_weights(d, 2)

@@ -219,29 +219,46 @@ def _scores(ranker: AnyRanker, feats: list[dict[str, float]]) -> np.ndarray:
     return np.array([ranker.bias + sum(ranker.weights.get(k, 0.0) * v for k, v in f.items()) for f in feats])
 
 
+def orders(ranker: AnyRanker, rows: list[JsonObject]) -> list[list[int]]:
+    """Each question's candidate indices, the ranker's best first (ties in the file's order)."""
+    return [np.argsort(-_scores(ranker, feats), kind="stable").tolist() if feats else []
+            for _r, feats, _f1 in iter_groups(rows)]
+
+
 def picks(ranker: AnyRanker, rows: list[JsonObject]) -> list[int]:
     """The index of each question's top candidate (−1: it has none)."""
-    return [int(np.argmax(_scores(ranker, feats))) if feats else -1 for _r, feats, _f1 in iter_groups(rows)]
+    return [o[0] if o else -1 for o in orders(ranker, rows)]
 
 
 def top1(ranker: AnyRanker, rows: list[JsonObject], k: int = 50) -> dict[str, float]:
     """Share of questions whose top candidate's answers equal the gold (no candidate: wrong), mean F1 of the top
-    candidate, the oracle over the first `k` candidates in the file's order and over all, and mean candidates."""
-    return summarise(rows, picks(ranker, rows), k)
+    candidate, the oracle over the first `k` candidates in the file's order, in the ranker's order and over all,
+    and mean candidates."""
+    ranked = orders(ranker, rows)
+    return summarise(rows, [o[0] if o else -1 for o in ranked], k, ranked=ranked)
 
 
-def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50) -> dict[str, float]:
-    hits, f1s, oracle_k, oracle = [], [], [], []
-    for r, pick in zip(rows, chosen, strict=True):
+def summarise(rows: list[JsonObject], chosen: list[int], k: int = 50,
+              ranked: list[list[int]] | None = None) -> dict[str, float]:
+    """Accuracy and F1 of the chosen candidates, the oracle over the first `k` in the file's order (the order the
+    search checked them in) and over all; with `ranked` (each question's order by a ranker), also over the
+    ranker's first `k` (`ranked_oracle@k`: a right answer the ranker keeps within reach)."""
+    hits, f1s, oracle_k, oracle, ranked_k = [], [], [], [], []
+    for i, (r, pick) in enumerate(zip(rows, chosen, strict=True)):
         f1 = [float(c["f1"]) for c in r["candidates"]]
         hits.append(1.0 if pick >= 0 and f1[pick] >= 0.999 else 0.0)
         f1s.append(f1[pick] if pick >= 0 else 0.0)
         oracle_k.append(1.0 if any(v >= 0.999 for v in f1[:k]) else 0.0)
         oracle.append(1.0 if any(v >= 0.999 for v in f1) else 0.0)
+        if ranked is not None:
+            ranked_k.append(1.0 if any(f1[j] >= 0.999 for j in ranked[i][:k]) else 0.0)
     n = len(rows) or 1
-    return {"n": len(rows), "accuracy": round(sum(hits) / n, 4), "f1": round(sum(f1s) / n, 4),
-            f"oracle@{k}": round(sum(oracle_k) / n, 4), "oracle": round(sum(oracle) / n, 4),
-            "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
+    out = {"n": len(rows), "accuracy": round(sum(hits) / n, 4), "f1": round(sum(f1s) / n, 4),
+           f"oracle@{k}": round(sum(oracle_k) / n, 4), "oracle": round(sum(oracle) / n, 4),
+           "mean_candidates": round(statistics.fmean(len(r["candidates"]) for r in rows), 2) if rows else 0.0}
+    if ranked is not None:
+        out[f"ranked_oracle@{k}"] = round(sum(ranked_k) / n, 4)
+    return out
 
 
 def first_per_kg(rows: list[JsonObject], n: int | None) -> list[int]:
@@ -267,6 +284,7 @@ def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
     prior_examples = prior_examples if prior_examples and has_shapes(rows) else None
     scored = set(first_per_kg(rows, score_first))
     chosen = [-1] * len(rows)
+    ranked: list[list[int]] = [[] for _ in rows]
     per_fold = []
     for k in range(folds):
         test = [i for i, r in enumerate(rows) if fold_of[r["kg"]] == k and i in scored]
@@ -280,10 +298,12 @@ def kfold_by_kg(rows: list[JsonObject], folds: int = 5, seed: int = 0,
             examples = [e for e in prior_examples if e[0] not in held]
             test_rows = with_prior(test_rows, fit_all(examples))
         ranker = fit(train, meta={"fold": k}, prior_examples=examples, **fit_kw)
-        got = picks(ranker, test_rows)
-        for i, pick in zip(test, got, strict=True):
-            chosen[i] = pick
-        per_fold.append(summarise(test_rows, got))
+        order = orders(ranker, test_rows)
+        got = [o[0] if o else -1 for o in order]
+        for i, pick, o in zip(test, got, order, strict=True):
+            chosen[i], ranked[i] = pick, o
+        per_fold.append(summarise(test_rows, got, ranked=order))
     kept = sorted(scored)
     return {"folds": folds, "kgs": len(fold_of), "struct_prior": "out of fold" if prior_examples else "left out",
-            **summarise([rows[i] for i in kept], [chosen[i] for i in kept]), "per_fold": per_fold, "picks": chosen}
+            **summarise([rows[i] for i in kept], [chosen[i] for i in kept], ranked=[ranked[i] for i in kept]),
+            "per_fold": per_fold, "picks": chosen}

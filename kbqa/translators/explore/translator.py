@@ -38,6 +38,7 @@ from kbqa.translators.explore.features.prior import add_struct_prior
 from kbqa.translators.explore.features.structure import add_question_features
 from kbqa.translators.explore.link.anchors import Anchors, link_question
 from kbqa.translators.explore.link.entities import EntityLinker
+from kbqa.translators.explore.link.meaning import MeaningLinker
 from kbqa.translators.explore.lower.result import no_graph_error, translation
 from kbqa.translators.explore.lower.text import lower, verbalise
 from kbqa.translators.explore.propose.display import DisplayColumns
@@ -92,6 +93,7 @@ class ExploreTranslator(Translator):
         self.chooser: Chooser | None = None  # a model that picks among the top candidates (None: the ranker's pick)
         # the stages' own state, built once per store
         self.entities = EntityLinker(self.ctx)  # the mention detector
+        self.meaning = MeaningLinker(schema, lang)  # predicates named by a word of like meaning
         self.paths = SchemaPaths(schema)  # join paths between classes
         self.display = DisplayColumns(schema, store)  # each class's name column, found once
         self.features = CandidateFeatures(self.ctx)  # the embedder and predicate vectors
@@ -133,12 +135,12 @@ class ExploreTranslator(Translator):
     # ---- the path ----------------------------------------------------------------------------------
     def anchors(self, question: str) -> Anchors:
         """The link stage alone: what the question names that the store knows, and its cue words."""
-        return link_question(self.ctx, self.entities, question)
+        return link_question(self.ctx, self.entities, question, self.meaning)
 
     def search(self, question: str) -> tuple[Anchors, list[Graph], JsonObject]:
         """Link, propose, features, rank: the anchors, the checked candidates best first, and what the search did."""
         t0 = time.perf_counter()
-        anchors = link_question(self.ctx, self.entities, question)
+        anchors = link_question(self.ctx, self.entities, question, self.meaning)
         pool, truncated = propose(self.ctx, self.paths, self.display, anchors)
         self.features.add(question, anchors, pool)  # similarity, lexical overlap, the case bank's opinions
         add_struct_prior(question, pool, lang=self.ctx.language)  # P(shape, parts | the question's words)

@@ -5,5 +5,8 @@
 - `entities.py`: entity mentions through the store's lexical index, qualified by a class word after them;
 - `names.py`: names written differently from a label (no apostrophe, a short form): weak links;
 - `groups.py`: super-properties a question names (a property group);
+- `partial.py`: classes and predicates named by part of their name; a class word inside a quoted value;
+- `meaning.py`: predicates of the named classes that a word of like meaning names ("gender" / *sex*), by the
+  static embedder, weaker than any name link;
 - `anchors.py`: `link_question`, and the readings a value's neighbouring words settle.
 """

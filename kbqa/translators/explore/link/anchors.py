@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from grounding.schema import SchemaMemory
 from kbqa.translators.explore.context import ExploreContext
 from kbqa.translators.explore.link.entities import EntityLinker
+from kbqa.translators.explore.link.meaning import MeaningLinker
 from kbqa.translators.explore.link.partial import outside_quotes, partial_class_links, partial_links
 from kbqa.translators.explore.link.words import Cues, Link, link_schema, link_values, read_cues
 from kbqa.translators.language import ENGLISH, LanguageProfile
@@ -34,8 +35,10 @@ class Anchors:
                 if m.group(0).lower() not in self.lang.function_words]
 
 
-def link_question(ctx: ExploreContext, entities: EntityLinker, question: str) -> Anchors:
-    """Everything the question names that the store knows, and its cue words."""
+def link_question(ctx: ExploreContext, entities: EntityLinker, question: str,
+                  meaning: MeaningLinker | None = None) -> Anchors:
+    """Everything the question names that the store knows, and its cue words; with `meaning`, also the predicates
+    of the named classes that a word no other link reads names by its meaning (link/meaning.py)."""
     lang = ctx.language
     cues = read_cues(question, lang)
     values = link_values(question, ctx.schema, cues, lang)
@@ -46,6 +49,8 @@ def link_question(ctx: ExploreContext, entities: EntityLinker, question: str) ->
     # has the most games": the class *video games*
     schema_links += partial_links(question, ctx.schema, classes, schema_links, lang)
     classes += partial_class_links(question, ctx.schema, classes, lang)
+    if meaning is not None:  # "the gender of each student": *sex*, named by a word of like meaning
+        schema_links += meaning.links(question, classes, schema_links + values)
     # a span that names a class or predicate well is not a respelt item name
     ents = entities.entities(question, [lk.span for lk in schema_links if lk.score >= 0.5])
     entities.qualify(question, ents, classes)

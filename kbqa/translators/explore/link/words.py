@@ -142,6 +142,7 @@ class Link:
     op: str = "="  # how a value compares: "=" (equals) or "contains" (a quoted word inside the value)
     # an entity named differently from its label (link/names.py), a value by the word its code shortens: a weak link
     variant: bool = False
+    meaning: bool = False  # a predicate named by a word of like meaning, not its own words (link/meaning.py)
 
     def to_dict(self) -> JsonObject:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -158,6 +159,22 @@ def ngrams(question: str, n_max: int = 6) -> list[tuple[int, int, str]]:
     return out
 
 
+def coordinated_grams(question: str, lang: LanguageProfile) -> list[tuple[int, int, str]]:
+    """"the first and last names": the first modifier shares the head noun after the second, so its word also
+    reads as the two together ("first names"), spanning the modifier alone (the second one's n-gram reads the rest)."""
+    toks = list(_WORD.finditer(question))
+    skip = lang.function_words | set(lang.aggregate_words) | set(lang.superlative_desc) | set(lang.superlative_asc)
+    out = []
+    for a, conj, b, head in zip(toks, toks[1:], toks[2:], toks[3:], strict=False):
+        words = {a.group(0).lower(), b.group(0).lower(), head.group(0).lower()}
+        # nothing but spaces between: "names and seatings, ordered" is a list, not two modifiers
+        gaps = (question[x.end():y.start()] for x, y in ((a, conj), (conj, b), (b, head)))
+        if conj.group(0).lower() == lang.and_word and not words & skip and all(g.isspace() for g in gaps) and \
+                a.group(0).isalpha() and a.group(0).lower() != head.group(0).lower():
+            out.append((a.start(), a.end(), f"{a.group(0)} {head.group(0)}"))
+    return out
+
+
 def without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: LanguageProfile) -> list[str]:
     """A predicate's name words less those of the classes it belongs to (written out or shortened: *emp fname* of
     *employee* is "fname"); [] when that leaves nothing or all."""
@@ -170,7 +187,7 @@ def without_domain(core: list[str], pred: str, schema: SchemaMemory, lang: Langu
 def link_schema(question: str, schema: SchemaMemory, min_score: float = 0.8, lang: LanguageProfile = ENGLISH
                 ) -> list[Link]:
     """Classes and predicates the question names (by their labels or readable IRI names), best first."""
-    grams = [(s, e, t, lang.stems(t)) for s, e, t in ngrams(question, 4)]
+    grams = [(s, e, t, lang.stems(t)) for s, e, t in ngrams(question, 4) + coordinated_grams(question, lang)]
     grams = [g for g in grams if not all(w in lang.function_words for w in g[3])]
     links: list[Link] = []
     for kind, items in (("class", [(c, schema.class_label(c)) for c in schema.classes]),

@@ -39,6 +39,7 @@ from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
 
 MAX_FOCUS = 3
 TYPE_PENALTY = 0.5  # the type predicate as an attribute yields to another predicate the same words name
+WEAK_LINK = 0.3  # an entity link weaker than this may also be read as no constraint
 MIN_ITEM_LINK = 0.2  # an entity link weaker than this never names a focus item by itself (partial-name matches)
 MAX_COND_SETS = 12  # combinations of the spans' readings tried, best first
 
@@ -224,11 +225,15 @@ class Search(Probe):
             for path in [p for p in self._entity_paths(focus, lk.iri) if p or as_item][:2]:
                 term = Term("iri", lk.iri, label=lk.label or lk.text)
                 readings.append((Cond(path, "=", term, text=lk.text, score=lk.score, span=lk.span), lk.span))
-        if any(r[0].path == () for r in readings):
-            readings.append((None, lk.span))  # an item of the focus class named by a weak link may be no item
-        if readings and lk.kind == "value" and ((lk.value or "").replace(".", "").isdigit() or lk.variant):
+        if any(r[0].path == () for r in readings) or (readings and lk.kind == "entity" and lk.score < WEAK_LINK):
+            # an item of the focus class named by a weak link may be no item; a weakly named related item
+            # ("product id" / an item whose label is *product_id=3*) may be no constraint
+            readings.append((None, lk.span))
+        elif readings and lk.kind == "value" and ((lk.value or "").replace(".", "").isdigit() or lk.variant
+                                                 or lk.span in used):
             # a bare number may be a count or an attribute's value instead; a word that starts like a code
-            # ("made" / M) may mean no code at all
+            # ("made" / M) may mean no code at all; the focus class's own word ("drivers" / a code *driver*)
+            # may name the class alone
             readings.append((None, lk.span))
         return readings
 

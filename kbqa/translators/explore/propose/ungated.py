@@ -9,8 +9,8 @@ implied attribute's too), ORDER BY an attribute LIMIT 1 both ways, COUNT per att
 value (and its most / least common value), related items counted per focus item (and the focus item with the most
 / fewest), HAVING a count against a number of the question, NOT EXISTS of a related class, a related item's
 display column beside the focus's attributes (`related_shown`), and counts and aggregates per value of the
-focus's own key column for a class the question names (`key_twins`, feature `key_twin`). Each carries the
-feature `ungated` = 1; the fitted ranker weighs it with the question's words (features/structure.py), so which
+focus's own key column for a class the question names, and how many different items of that class the column
+names (`key_twins`, feature `key_twin`). Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words (features/structure.py), so which
 shape a question asks for is learned from the train KGs, not typed here. A shape the cue reading also gave is
 kept once, with the cue reading's features (the search dedupes by key). Group-by shapes also project their aggregate: a table with the count beside each value answers the question
 and shows what ranked it.
@@ -191,8 +191,9 @@ def _shapes(s: Probe, a: Anchors, focus: str, attrs: list[Attr], spans: list[tup
     twins = [t for t in key_twins(s, a, focus, spans) if t[0] not in paths]
     for key in attrs[:MAX_GROUP_KEYS] + twins:
         kf = {"key_twin": 1.0} if key in twins else None
-        if key not in twins:
-            yield shape([()], aggs=[("COUNT_DISTINCT", key[0])])  # how many different values
+        # how many different values; of a key column, how many of the related items the focus rows name ("how
+        # many students have a grade B": the student ids of the enrolment rows, counted once each)
+        yield shape([()], aggs=[("COUNT_DISTINCT", key[0])], features=kf)
         yield shape([key[0]], aggs=[("COUNT", None)], group=True, features=kf)
         for desc in (True, False):
             yield shape([key[0]], aggs=[("COUNT", None)], group=True, order=(None, desc), limit=1, features=kf)
