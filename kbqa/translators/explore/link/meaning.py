@@ -6,7 +6,8 @@ often says it otherwise: "the gender of the student" for *sex*, "where is the cl
 reads is compared, with the default static embedder, to the labels of the predicates of the classes the question
 names; the nearest one close enough links, weaker than any name link, so a proposal that uses it competes with
 the others and the ranker weighs it (`Link.meaning`). The threshold is set on Spider4SPARQL train questions (links
-against the predicates of their gold queries; BENCHMARKS.md, issue 22 "meaning links"), never on dev questions.
+against the predicates of their gold queries: `bench/meaning_links.py`; BENCHMARKS.md "Words of like meaning"),
+never on dev questions.
 """
 
 from __future__ import annotations

@@ -5,15 +5,16 @@ a phrasing its word lists lack would never be proposed. This module proposes, be
 linked attributes and related classes allow — the plain projection (and DISTINCT), COUNT, ASK, AVG / MIN / MAX
 / SUM of each numeric attribute (alone and per value of another attribute; several of one attribute, one of two
 attributes, the count beside one aggregate, each also per value of another attribute, feature `multi_agg`; an
-implied attribute's too), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute
-value (and its most / least common value), related items counted per focus item (and the focus item with the most
-/ fewest), HAVING a count against a number of the question, NOT EXISTS of a related class, a related item's
-display column beside the focus's attributes (`related_shown`), and counts and aggregates per value of the
-focus's own key column for a class the question names, and how many different items of that class the column
-names (`key_twins`, feature `key_twin`). Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words (features/structure.py), so which
-shape a question asks for is learned from the train KGs, not typed here. A shape the cue reading also gave is
-kept once, with the cue reading's features (the search dedupes by key). Group-by shapes also project their aggregate: a table with the count beside each value answers the question
-and shows what ranked it.
+implied attribute's too), ORDER BY an attribute LIMIT 1 both ways, COUNT per attribute value (and its most /
+least common value), related items counted per focus item (and the focus item with the most / fewest), HAVING a
+count against a number of the question, NOT EXISTS of a related class, a related item's display column beside
+the focus's attributes (`related_shown`), and counts and aggregates per value of the focus's own key column for a
+class the question names, and how many different items of that class the column names (`key_twins`, feature
+`key_twin`). Each carries the feature `ungated` = 1; the fitted ranker weighs it with the question's words
+(features/structure.py), so which shape a question asks for is learned from the train KGs, not typed here. A
+shape the cue reading also gave is kept once, with the cue reading's features (the search dedupes by key).
+Group-by shapes also project their aggregate: a table with the count beside each value answers the question and
+shows what ranked it.
 """
 
 from __future__ import annotations
