@@ -153,6 +153,31 @@ def test_kbqa_train_ranker_fits_trees_from_train_kgs(fitted: tuple[Path, Path, d
     assert len(first_per_kg(rows, None)) == 24
 
 
+def test_some_questions_searched_again_are_spliced_into_the_candidates(fitted: tuple[Path, Path, dict]) -> None:
+    work, _out, _report = fitted
+    base = read_candidates(work / "candidates.jsonl")
+    ids = [base[0]["id"], base[-1]["id"]]
+    (work / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "bench.explore_resample", "--train-kgs", str(TRAIN_KGS), "--work",
+                           str(work), "--ids", str(work / "ids.json"), "--out", str(work / "again.jsonl"),
+                           "--base", str(work / "candidates.jsonl"), "--spliced", str(work / "spliced.jsonl")],
+                          capture_output=True, text=True, env=ENV, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["searched"] == 2 and summary["replaced_in_base"] == 2
+    again = {r["id"]: r for r in read_candidates(work / "again.jsonl")}
+    spliced = read_candidates(work / "spliced.jsonl")
+    assert [r["id"] for r in spliced] == [r["id"] for r in base]  # same questions, same order
+    assert all(r == again[r["id"]] for r in spliced if r["id"] in again)
+    assert all(r == b for r, b in zip(spliced, base, strict=True) if r["id"] not in again)
+    # a bad id list is a usage error, with no traceback
+    (work / "bad.json").write_text("{", encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "bench.explore_resample", "--train-kgs", str(TRAIN_KGS), "--ids",
+                          str(work / "bad.json"), "--out", str(work / "x.jsonl")], capture_output=True, text=True,
+                         env=ENV, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2 and "not a JSON list" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_the_oracle_in_the_rankers_order_reads_its_first_k() -> None:
     from kbqa.training.ranker_fit import summarise
 

@@ -106,8 +106,10 @@ def read_candidates(path: str | Path) -> list[JsonObject]:
 
 
 def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[str] | None = None,
-            limit: int | None = None, budget_s: float | None = None, progress: bool = True) -> Path:
-    """Write (or complete) the candidates file `out` for the train KGs of `folder` (stores under `work`)."""
+            limit: int | None = None, budget_s: float | None = None, progress: bool = True,
+            ids: set[str] | None = None) -> Path:
+    """Write (or complete) the candidates file `out` for the train KGs of `folder` (stores under `work`); with
+    `ids`, for those questions only."""
     from eval.loaders_formats import spider4sparql_query
     from kbqa.translators.explore import ExploreTranslator
     from kbqa.translators.explore.context import DEFAULT_BUDGET_S
@@ -116,7 +118,8 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
     out_path.parent.mkdir(parents=True, exist_ok=True)
     done = {q["id"] for q in read_candidates(out_path)} if out_path.is_file() else set()
     per_kg = read_questions(folder, kgs if kgs is not None else list_kgs(folder))
-    todo = {kg: [q for q in qs[:limit] if q.id not in done] for kg, qs in per_kg.items()}
+    todo = {kg: [q for q in qs[:limit] if q.id not in done and (ids is None or q.id in ids)]
+            for kg, qs in per_kg.items()}
     total = sum(len(v) for v in todo.values())
     from tqdm import tqdm
 
@@ -142,6 +145,20 @@ def collect(folder: str | Path, work: str | Path, out: str | Path, *, kgs: list[
                 tr.close()
     bar.close()
     return out_path
+
+
+def splice_candidates(base: str | Path, replacement: str | Path, out: str | Path) -> int:
+    """Write `base` to `out` with each question that `replacement` also holds taken from `replacement` (the same
+    order, the other rows untouched): two code versions' candidates compared on the questions searched again.
+    Returns how many rows were replaced."""
+    new = {r["id"]: r for r in read_candidates(replacement)}
+    n = 0
+    with Path(out).open("w", encoding="utf-8") as f:
+        for r in read_candidates(base):
+            if r["id"] in new:
+                r, n = new[r["id"]], n + 1
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return n
 
 
 def iter_groups(rows: list[JsonObject]) -> Iterator[tuple[JsonObject, list[dict[str, float]], list[float]]]:
