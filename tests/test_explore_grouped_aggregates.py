@@ -28,10 +28,8 @@ h:p4 a h:sailor ; h:sailor_rank "cook" ; h:age 27 ; h:sailor_name "Lu" .
 
 
 @pytest.fixture(scope="module")
-def harbour(tmp_path_factory: pytest.TempPathFactory, ingest_dumps) -> ExploreTranslator:
-    ttl = tmp_path_factory.mktemp("kg") / "harbour.ttl"
-    ttl.write_text(HARBOUR, encoding="utf-8")
-    tr = ExploreTranslator(ingest_dumps([ttl], "harbour"))
+def harbour(ingest_turtle) -> ExploreTranslator:
+    tr = ExploreTranslator(ingest_turtle(HARBOUR, "harbour"))
     yield tr
     tr.close()
 

@@ -37,17 +37,19 @@ class MeaningLinker:
         self._vecs: dict[str, np.ndarray] = {}
         self._embedder: object | None = None  # None: not loaded yet; False: none loads (no meaning links)
         self._classes: set[str] | None = None  # every class name's words
+        self._positions: dict[str, int] | None = None  # each predicate's place in the schema
 
     def links(self, question: str, classes: list[Link], links: list[Link]) -> list[Link]:
         """Predicate links by meaning for the words of `question` that none of `links` (class, predicate and value
         links) reads; at most one per word, `MAX_MEANING_LINKS` in all, none to a predicate already linked."""
         owners = {c.iri for c in classes if c.score >= MIN_OWNER_SCORE}
-        words = self._free_words(question, links)
-        if not owners or not words:
+        words = self._free_words(question, links) if owners else []
+        if not words:
             return []
         have = {lk.iri for lk in links if lk.kind in ("predicate", "value")}  # a value link names its predicate
-        preds = [p for p, info in self.schema.predicates.items()
-                 if info.literal and p not in have and owners.intersection(info.domains)]
+        # the named classes' own predicates, in the schema's order (equal labels: the first one wins)
+        preds = sorted({p for c in owners for p in self.schema.predicates_of(c)
+                        if p not in have and self.schema.predicates[p].literal}, key=self._position().__getitem__)
         emb = self._encoder()
         if not preds or emb is None:
             return []
@@ -99,6 +101,11 @@ class MeaningLinker:
 
     def _cue_words(self) -> set[str]:
         return {w for phrase, _op in self.lang.comparisons for w in phrase.split()}
+
+    def _position(self) -> dict[str, int]:
+        if self._positions is None:
+            self._positions = {p: i for i, p in enumerate(self.schema.predicates)}
+        return self._positions
 
     def _class_words(self) -> set[str]:
         if self._classes is None:
