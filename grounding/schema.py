@@ -309,6 +309,8 @@ def _read_values(store: Store, preds: dict[str, PredicateInfo], skip: set[str], 
             continue
         values[norm].append([pid, int(_val(n) or 0), text, o.get("datatype") if o else None])
         kept += 1
+    for hits in values.values():  # most used first, then by name: one order whatever order the engine's rows came in
+        hits.sort(key=lambda h: (-int(h[1] or 0), str(h[0]), str(h[2]), str(h[3] or "")))
     return dict(values), kept
 
 

@@ -29,6 +29,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
+from kb_dumps.endpoint_rewrites import rewrite
 from kb_dumps.endpoint_settings import (
     PARTIAL_RESULT_HEADERS,
     SERVER_ROW_CAP_HEADER,
@@ -126,6 +127,7 @@ class EndpointStore:
         # what is sent is the check's own re-writing of the query: an engine that lexes comments or escapes
         # differently reads the same tokens as the check did
         query = check_query(query, allow_label_service=self.dialect.label_service).sent
+        query = rewrite(query, self.dialect.rewrites)  # where the engine departs from the standard
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.row_cap if row_cap is None else row_cap
         form = shape(query).form

@@ -34,6 +34,8 @@ class Dialect:
     # An HTTP error whose text matches this is the engine refusing the query (a bad query, a limit), not a
     # fault worth a retry: Virtuoso answers every SPARQL error with HTTP 500.
     query_error: str | None = None
+    # Rewrites of the query text where the engine's answer differs from the standard's (kb_dumps/endpoint_rewrites.py).
+    rewrites: tuple[str, ...] = ()
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -47,7 +49,8 @@ DIALECTS: dict[str, Dialect] = {
     # MaxSortedTopRows (10,000 by default) refuses a larger sorted LIMIT with "SR353"; errors are
     # "Virtuoso <SQL state> Error <code>: …" with HTTP 500, except connection states (08xxx).
     "virtuoso": Dialect("virtuoso", timeout_param="timeout", timeout_unit="ms", server_header="Virtuoso/",
-                        max_sorted_rows=10_000, query_error=r"Virtuoso (?!08)[0-9A-Z]{5} Error"),
+                        max_sorted_rows=10_000, query_error=r"Virtuoso (?!08)[0-9A-Z]{5} Error",
+                        rewrites=("min_of_strings",)),
 }
 WDQS_HOSTS = ("query.wikidata.org",)
 

@@ -119,6 +119,9 @@ class LanguageProfile:
     value_cue_words: tuple[str, ...]  # read by a group-aggregate question
     possessive_suffix: str  # "'s" tokenises as its own word: never the end of a name
     identifier_words: tuple[str, ...] = ()  # "the ids of …": the class's own identifier column
+    # Words inside an attribute's name that say it names the items (*song_name*, *fname*, *job_title*): the
+    # display column among attributes that name the items equally apart (explore/propose/display.py).
+    naming_words: tuple[str, ...] = ()
     # A piece of text inside a value ("names containing the letter a", "titles starting with 'The'"): the phrase
     # before it -> contains | starts | ends; the words that may stand between the two; the words after a quoted
     # piece that place it inside an attribute ("an 'a' in their names").
@@ -360,6 +363,7 @@ ENGLISH = LanguageProfile(
     value_cue_words=("maximum", "minimum", "average", "mean", "sums?", "total", "numerical", "numeric"),
     possessive_suffix="s",
     identifier_words=("id", "ids", "identifier", "identifiers"),
+    naming_words=("name", "title"),
     substring_cues=(("containing", "contains"), ("contains", "contains"), ("contain", "contains"),
                     ("including", "contains"), ("includes", "contains"), ("include", "contains"),
                     ("letters", "contains"), ("letter", "contains"), ("substring", "contains"),

@@ -95,7 +95,7 @@ class ExploreTranslator(Translator):
         self.entities = EntityLinker(self.ctx)  # the mention detector
         self.meaning = MeaningLinker(schema, lang)  # predicates named by a word of like meaning
         self.paths = SchemaPaths(schema)  # join paths between classes
-        self.display = DisplayColumns(schema, store)  # each class's name column, found once
+        self.display = DisplayColumns(schema, store, lang)  # each class's name column, found once
         self.features = CandidateFeatures(self.ctx)  # the embedder and predicate vectors
         self.facts = FactsCheck(self.ctx)  # which solved questions' facts the store holds
         self.structure_fallback = StructureFallback(self.ctx)  # a Wikidata store: the learned query structure

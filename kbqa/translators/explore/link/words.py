@@ -274,8 +274,8 @@ def link_values(question: str, schema: SchemaMemory, cues: Cues, lang: LanguageP
         if not preds or word in lang.function_words or any(overlaps(span, sp) for sp in taken) or \
                 lang.singular(word) in _schema_words(schema, lang):  # a class's own word, though names hold it
             continue
-        for p in preds[:2]:
-            out.append(Link("value", p, PART_OF_VALUE, span, m.group(0), word, None, op="contains",
+        for p, spelling in preds[:2]:  # CONTAINS compares characters: the word as the values write it
+            out.append(Link("value", p, PART_OF_VALUE, span, m.group(0), spelling, None, op="contains",
                             label=schema.predicates[p].label if p in schema.predicates else ""))
     out.extend(_code_links(question, schema, [lk.span for lk in out], lang))
     out.sort(key=lambda lk: (-lk.score, -(lk.span[1] - lk.span[0])))
@@ -358,7 +358,7 @@ def _named_first(preds: dict[str, int], schema: SchemaMemory, named: set[str], l
 PART_OF_VALUE = 0.45  # the score of a word matched inside several values, below an exact value's
 MAX_CATEGORIES = 50  # a predicate with more distinct text values is a name, not a category
 CODE_VALUE = 0.5  # a value named by the word its code shortens ("female" for F)
-_WORD_VALUES: dict[int, tuple[SchemaMemory, LanguageProfile, dict[str, list[str]]]] = {}
+_WORD_VALUES: dict[int, tuple[SchemaMemory, LanguageProfile, dict[str, list[tuple[str, str]]]]] = {}
 _CODES: dict[int, tuple[SchemaMemory, dict[str, list[tuple[str, str, str | None]]]]] = {}
 
 
@@ -368,26 +368,32 @@ def _schema_words(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> set[
     return {lang.singular(w) for name in names for w in normalize(name).split()}
 
 
-def _word_in_values(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> dict[str, list[str]]:
-    """word -> predicates with at most MAX_CATEGORIES distinct text values, two or more (not all) of which have
-    the word as a whole word; built once per schema memory."""
+def _word_in_values(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> dict[str, list[tuple[str, str]]]:
+    """word -> (predicate, the word as its values write it) for predicates with at most MAX_CATEGORIES distinct
+    text values, two or more (not all) of which have the word as a whole word; built once per schema memory."""
     cached = _WORD_VALUES.get(id(schema))
     if cached is not None and cached[0] is schema and cached[1] is lang:
         return cached[2]
     per_pred: dict[str, int] = {}
     per_word: dict[tuple[str, str], int] = {}
+    spellings: dict[tuple[str, str], dict[str, int]] = {}
     for key, hits in schema.values.items():
         if not re.search(r"[a-z]", key):
             continue
-        for p, *_rest in hits:
+        for p, _n, text, _dt in hits:
             per_pred[p] = per_pred.get(p, 0) + 1
             for w in set(key.split()):
                 if len(w) >= 3 and w not in lang.function_words:
                     per_word[(w, p)] = per_word.get((w, p), 0) + 1
-    out: dict[str, list[str]] = {}
+                    found = re.search(rf"(?<!\w){re.escape(w)}(?!\w)", str(text), re.IGNORECASE)
+                    form = found.group(0) if found else w
+                    by_form = spellings.setdefault((w, p), {})
+                    by_form[form] = by_form.get(form, 0) + 1
+    out: dict[str, list[tuple[str, str]]] = {}
     for (w, p), n in sorted(per_word.items(), key=lambda kv: -kv[1]):
         if 2 <= n < per_pred[p] <= MAX_CATEGORIES:
-            out.setdefault(w, []).append(p)
+            forms = spellings[(w, p)]
+            out.setdefault(w, []).append((p, max(sorted(forms), key=lambda f: forms[f])))
     _WORD_VALUES.clear()  # one schema memory at a time (a translator holds one store)
     _WORD_VALUES[id(schema)] = (schema, lang, out)
     return out
