@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kbqa.training.train_kgs import ensure_store, list_kgs, read_questions
-from kbqa.translators.explore import ExploreTranslator, probes
-from kbqa.translators.explore.propose.display import LETTERS, MIN_SHARE, DisplayColumns, local_name
+from kbqa.translators.explore import ExploreTranslator
+from kbqa.translators.explore.propose.display import LETTERS, DisplayColumns, local_name
 
 TRIPLE = re.compile(r"\?(\w+)\s+:(\w+)\\?#([\w-]+)\s+\?(\w+)")
 ONTOP = "http://valuenet/ontop/"
@@ -37,22 +37,10 @@ def projected(sparql: str) -> Counter[str]:
 
 def tied_classes(tr: ExploreTranslator) -> list[dict]:
     """Each class whose display-column candidates tie: the tied attributes in the engine's row order."""
-    schema, out = tr.schema, []
-    cols = DisplayColumns(schema, tr.store, tr.ctx.language)
-    for cls, info in schema.classes.items():
-        items = int(info.get("count", 0) or 0)
-        preds = [p for p in schema.predicates_of(cls)
-                 if (i := schema.predicates[p]).literal and not i.numeric and not i.date]
-        q = probes.column_spread(preds, schema.type_predicate, cls) if items and preds else None
-        if q is None:
-            continue
-        rows = [(r[0]["value"], int(r[1]["value"]), int(r[2]["value"]))
-                for r in tr.store.query(q, timeout_s=30, row_cap=200).rows if all(r)]
-        rows = [(p, n, m) for p, n, m in rows if n >= MIN_SHARE * items]
-        if not rows:
-            continue
-        top = max((n, m) for _p, n, m in rows)
-        tied = [p for p, n, m in rows if (n, m) == top]
+    cols = DisplayColumns(tr.schema, tr.store, tr.ctx.language)
+    out = []
+    for cls in tr.schema.classes:
+        tied = cols.tied(cls, timeout_s=30)
         if len(tied) > 1:
             out.append({"class": cls, "tied": tied, "shipped": cols.of(cls),
                         "letters": {p: cols.letter_share(p) for p in tied}})

@@ -5,6 +5,7 @@ alternatives for the query-graph search (propose/)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from grounding.schema import SchemaMemory
@@ -376,24 +377,33 @@ def _word_in_values(schema: SchemaMemory, lang: LanguageProfile = ENGLISH) -> di
         return cached[2]
     per_pred: dict[str, int] = {}
     per_word: dict[tuple[str, str], int] = {}
-    spellings: dict[tuple[str, str], dict[str, int]] = {}
     for key, hits in schema.values.items():
         if not re.search(r"[a-z]", key):
             continue
-        for p, _n, text, _dt in hits:
+        for p, *_rest in hits:
             per_pred[p] = per_pred.get(p, 0) + 1
             for w in set(key.split()):
                 if len(w) >= 3 and w not in lang.function_words:
                     per_word[(w, p)] = per_word.get((w, p), 0) + 1
+    kept = [(w, p) for (w, p), n in sorted(per_word.items(), key=lambda kv: -kv[1])
+            if 2 <= n < per_pred[p] <= MAX_CATEGORIES]
+    # the word as the kept predicates' values write it (CONTAINS compares characters): read for those alone
+    spellings: dict[tuple[str, str], Counter[str]] = {pair: Counter() for pair in kept}
+    few_valued = {p for _w, p in kept}
+    for key, hits in schema.values.items():
+        if not re.search(r"[a-z]", key):
+            continue
+        for p, _n, text, _dt in hits:
+            if p not in few_valued:
+                continue
+            for w in set(key.split()):
+                if (w, p) in spellings:
                     found = re.search(rf"(?<!\w){re.escape(w)}(?!\w)", str(text), re.IGNORECASE)
-                    form = found.group(0) if found else w
-                    by_form = spellings.setdefault((w, p), {})
-                    by_form[form] = by_form.get(form, 0) + 1
+                    spellings[(w, p)][found.group(0) if found else w] += 1
     out: dict[str, list[tuple[str, str]]] = {}
-    for (w, p), n in sorted(per_word.items(), key=lambda kv: -kv[1]):
-        if 2 <= n < per_pred[p] <= MAX_CATEGORIES:
-            forms = spellings[(w, p)]
-            out.setdefault(w, []).append((p, max(sorted(forms), key=lambda f: forms[f])))
+    for w, p in kept:
+        forms = spellings[(w, p)]
+        out.setdefault(w, []).append((p, max(sorted(forms), key=lambda f: forms[f])))
     _WORD_VALUES.clear()  # one schema memory at a time (a translator holds one store)
     _WORD_VALUES[id(schema)] = (schema, lang, out)
     return out

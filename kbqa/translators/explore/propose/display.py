@@ -48,26 +48,30 @@ class DisplayColumns:
         return self._cache[cls]
 
     def _find(self, cls: str) -> str | None:
+        tied = self.tied(cls)
+        return min(tied, key=lambda p: self._tie_key(cls, p)) if tied else None
+
+    def tied(self, cls: str, timeout_s: float = 0.5) -> list[str]:
+        """The text attributes that name most of `cls`'s items apart, equally (most values, then most uses), in the
+        engine's row order; [] when none names nearly every item apart or the class is too large or too slow."""
         items = int(self.schema.classes.get(cls, {}).get("count", 0) or 0)
         if not items or items > MAX_ITEMS:
-            return None
+            return []
         preds = [p for p in self.schema.predicates_of(cls)
                  if (info := self.schema.predicates[p]).literal and not info.numeric and not info.date]
-        if not preds:
-            return None
-        q = probes.column_spread(preds, self.schema.type_predicate, cls)
+        q = probes.column_spread(preds, self.schema.type_predicate, cls) if preds else None
         if q is None:
-            return None
+            return []
         try:
-            rows = self.store.query(q, timeout_s=0.5, row_cap=200).rows  # type: ignore[attr-defined]
+            rows = self.store.query(q, timeout_s=timeout_s, row_cap=200).rows  # type: ignore[attr-defined]
         except KBQAError:  # too slow or refused: no display column
-            return None
+            return []
         spread = [(r[0]["value"], int(r[1]["value"]), int(r[2]["value"])) for r in rows if all(r)]
         spread = [(p, n, m) for p, n, m in spread if n >= MIN_SHARE * items]
         if not spread:
-            return None
+            return []
         top = max((n, m) for _, n, m in spread)
-        return min((p for p, n, m in spread if (n, m) == top), key=lambda p: self._tie_key(cls, p))
+        return [p for p, n, m in spread if (n, m) == top]
 
     def _tie_key(self, cls: str, pred: str) -> tuple[bool, bool, bool, int, str]:
         """Smaller first: a naming word in the name, the class's own word as the name, values mostly letters,
