@@ -75,6 +75,22 @@ def ranker_misses(rows: list[dict], picks: list[int]) -> dict[str, object]:
     return {"n": n, "same_structure": same, "differs_in": dict(parts.most_common())}
 
 
+def parse_params(items: list[str]) -> dict[str, str | int | float]:
+    """`KEY=VALUE` pairs as LightGBM parameters, each value an int, else a float, else the text."""
+    out: dict[str, str | int | float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param {item!r}: write KEY=VALUE, e.g. num_leaves=63")
+        for cast in (int, float, str):
+            try:
+                out[key.strip()] = cast(value.strip())
+                break
+            except ValueError:
+                continue
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--train-kgs", type=Path, default=None, help="a train-KG folder (generates candidates)")
@@ -95,7 +111,13 @@ def main() -> int:
                    help="in each fit, a KG's questions beyond N weigh together as N (default: every question weighs 1)")
     p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
                    help=f"boosters averaged in each fit, differing in LightGBM's seed (default {DEFAULT_SEEDS})")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a LightGBM training parameter over the shipped ones (repeatable; e.g. num_leaves=63)")
     args = p.parse_args()
+    try:
+        params = parse_params(args.param)
+    except ValueError as e:
+        p.error(str(e))
     if args.candidates is None and args.train_kgs is None:
         p.error("give --train-kgs DIR (to generate candidates) or --candidates FILE")
     path = args.candidates
@@ -115,12 +137,12 @@ def main() -> int:
         pairs_file.is_file() else {}
     secs = sorted(r.get("seconds", 0.0) for r in rows) or [0.0]
     summary = {
-        "candidates_file": str(path), "questions": len(rows), "kgs": len({r["kg"] for r in rows}),
+        "candidates_file": str(path), "questions": len(rows), "kgs": len({r["kg"] for r in rows}), "params": params,
         "search_p50_s": round(statistics.median(secs), 3), "search_p99_s": round(secs[int(0.99 * (len(secs) - 1))], 3),
         "hand_linear": top1(Ranker.load(DEFAULT_WEIGHTS_PATH), rows),
         "fitted_kfold": kfold_by_kg(rows, folds=args.folds, rounds=args.rounds, score_first=args.score_first,
                                     prior_examples=None if args.prior == "off" else train_examples(),
-                                    kg_cap=args.kg_cap, seeds=args.seeds),
+                                    kg_cap=args.kg_cap, seeds=args.seeds, params=params),
         "per_structure": per_structure(rows, pairs) if pairs else {},
         "seconds": round(time.perf_counter() - t0, 1), "generate_seconds": round(gen_s, 1),
     }
@@ -128,7 +150,7 @@ def main() -> int:
     if args.prior == "both":
         summary["fitted_kfold_no_prior"] = kfold_by_kg(rows, folds=args.folds, rounds=args.rounds,
                                                        score_first=args.score_first, kg_cap=args.kg_cap,
-                                                       seeds=args.seeds)
+                                                       seeds=args.seeds, params=params)
         for key in ("per_fold", "picks"):
             summary["fitted_kfold_no_prior"].pop(key)
     picked = summary["fitted_kfold"].pop("picks")
@@ -139,6 +161,9 @@ def main() -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        # each scored question's k-fold pick (its index in the candidates file's list), to read the misses
+        (args.out / "picks.json").write_text(json.dumps({rows[i]["id"]: picked[i] for i in kept}) + "\n",
+                                             encoding="utf-8")
     return 0
 
 

@@ -10,7 +10,7 @@ import pytest
 from kb_dumps.ingest import ingest
 from kbqa.translators.explore import ExploreTranslator
 from kbqa.translators.explore.link.words import _code_links as code_links
-from kbqa.translators.explore.link.words import read_cues
+from kbqa.translators.explore.link.words import is_letter_code, read_cues
 from kbqa.translators.explore.propose.identifiers import own_id, own_id_links
 from kbqa.translators.explore.query import Step
 from kbqa.translators.language import ENGLISH
@@ -74,6 +74,22 @@ def test_a_common_word_names_no_longer_code(club: ExploreTranslator) -> None:
     got = _codes(club, "Which members spend money on texts?")
     assert not any(v in ("MO", "TX", "M") and t != "money" for t, v in got)
     assert ("money", "MO") not in got
+
+
+@pytest.mark.parametrize(("question", "word", "code"), [("Which female members are older than 40?", "female", "F"),
+                                                        ("Count the members who are male.", "male", "M"),
+                                                        ("How many males are members?", "males", "M")])
+def test_a_one_letter_code_is_named_by_a_word_of_its_attributes_meaning(club: ExploreTranslator, question: str,
+                                                                        word: str, code: str) -> None:
+    assert (word, code) in {(lk.text, lk.value) for lk in club.anchors(question).values if is_letter_code(lk)}
+
+
+@pytest.mark.parametrize("question", ["List the first names of members who made evening visits.",
+                                      "Show the full name of each member, ordered by points."])
+def test_a_word_that_only_starts_like_a_one_letter_code_names_no_value(club: ExploreTranslator, question: str) -> None:
+    # read by its first letter alone, "first", "full" and "made" would be the codes F and M of *gender*
+    assert any(len(v) == 1 for _t, v in _codes(club, question))
+    assert not any(is_letter_code(lk) for lk in club.anchors(question).values)
 
 
 @pytest.mark.parametrize("question", ["What is the average age of female members?",

@@ -266,6 +266,9 @@ def test_the_shipped_ranker_is_fitted_trees_that_say_what_they_were_fitted_on() 
     assert isinstance(ranker, TreeRanker) and ranker.source.endswith("explore/rank/ranker.json")
     assert ranker.meta["learner"].startswith("lightgbm") and "--train-kgs" in ranker.meta["command"]
     assert ranker.meta["fitted_on"]["kgs"] > 100 and len(ranker.trees) >= 100
+    # the LightGBM settings it was fitted with are the fit's defaults, written down (a refit reproduces it)
+    assert ranker.meta["params"] == {k: v for k, v in DEFAULT_PARAMS.items()
+                                     if k not in ("verbosity", "num_threads", "seed")}
     # question words are learned features, and the structure prior is one, read out of fold by KG when fitted (the
     # prior is fitted on the same questions)
     assert any(n.startswith("qw:") for n in ranker.names) and "struct_prior" in ranker.names

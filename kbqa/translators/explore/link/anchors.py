@@ -42,6 +42,8 @@ def link_question(ctx: ExploreContext, entities: EntityLinker, question: str,
     lang = ctx.language
     cues = read_cues(question, lang)
     values = link_values(question, ctx.schema, cues, lang)
+    if meaning is not None:  # "female" for the code F of *sex*, but not "first" or "members" for F or M
+        values = meaning.meant_codes(values)
     # "the bridge named 'Rainbow Bridge'": inside a quoted value, *bridge* is the value's word, not the class
     schema_links = outside_quotes(link_schema(question, ctx.schema, lang=lang), cues, values)
     classes = [lk for lk in schema_links if lk.kind == "class"]

@@ -7,7 +7,8 @@ reads is compared, with the default static embedder, to the labels of the predic
 names; the nearest one close enough links, weaker than any name link, so a proposal that uses it competes with
 the others and the ranker weighs it (`Link.meaning`). The threshold is set on Spider4SPARQL train questions (links
 against the predicates of their gold queries: `bench/meaning_links.py`; BENCHMARKS.md "Words of like meaning"),
-never on dev questions.
+never on dev questions. The same closeness decides which one-letter code links stand (`meant_codes`): "female" for
+the *F* of *sex*, not "first".
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from grounding.schema import SchemaMemory
-from kbqa.translators.explore.link.words import Link, overlaps
+from kbqa.translators.explore.link.words import Link, is_letter_code, overlaps
 from kbqa.translators.language import LanguageProfile
 
 if TYPE_CHECKING:
@@ -26,6 +27,10 @@ MIN_COSINE = 0.4  # a word and a predicate label at least this close (static emb
 MIN_OWNER_SCORE = 0.8  # the classes whose predicates a word may name
 MAX_MEANING_LINKS = 2  # per question, the closest first
 MEANING_SCORE = 0.6  # the link score at MIN_COSINE; below partial names (0.75) and whole names (>= 0.8)
+# a one-letter code's word and its predicate's label at least this close ("female" / *sex* 0.23, "female" / *gender*
+# 0.62; "first" / *sex*, "attended" / *qualification*, "alphabetical" / *ihsaa class* lower): set on the train KGs'
+# one-letter code links against the values their gold queries use (BENCHMARKS.md, issue 22 seventeenth pass)
+CODE_MIN_COSINE = 0.2
 _WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}")
 
 
@@ -71,6 +76,16 @@ class MeaningLinker:
             if all(lk.iri != o.iri for o in out):
                 out.append(lk)
         return out[:MAX_MEANING_LINKS]
+
+    def meant_codes(self, values: list[Link]) -> list[Link]:
+        """The value links less the one-letter codes whose word is far in meaning from the code's predicate: a
+        code of one letter is named by any word that starts with it ("first", "members", "attended" for *F*, *M*,
+        *A*), and on the train KGs 9 in 10 such links name nothing the gold query uses. Where no embedder loads,
+        every link stays."""
+        if not any(is_letter_code(lk) for lk in values) or self._encoder() is None:
+            return values
+        return [lk for lk in values if not is_letter_code(lk)
+                or self.cosine(self.lang.singular(lk.text.lower()), lk.iri) >= CODE_MIN_COSINE]
 
     def cosine(self, text: str, pred: str) -> float:
         """How close `text` is to the predicate's label (0.0 where no embedder loads)."""

@@ -317,6 +317,11 @@ def _code_links(question: str, schema: SchemaMemory, taken: list[tuple[int, int]
     return out
 
 
+def is_letter_code(lk: Link) -> bool:
+    """A value linked by the first letter of a word (`_code_links`: "female" for *F*)."""
+    return lk.kind == "value" and lk.variant and lk.value is not None and len(lk.value) == 1
+
+
 def _code_values(schema: SchemaMemory) -> dict[str, list[tuple[str, str, str | None]]]:
     """code (lower case) -> (predicate, value, datatype) for the predicates whose text values (two to
     MAX_CATEGORIES of them) are all upper-case codes of one to three letters; built once per schema memory."""
