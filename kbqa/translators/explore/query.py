@@ -59,6 +59,9 @@ class Cond:
     # op "any": constraints on different attributes of which one must hold ("phones whose maker is Acme or whose
     # memory is over 32"); each is walked from the focus like a constraint of its own
     any_of: list[Cond] = field(default_factory=list)
+    # asked of another item that has the same value as the focus at the first `shared` steps of `path` (which then
+    # walks back to that item): "the hometowns of both people over 30 and people under 20" (propose/shared.py)
+    shared: int = 0
 
 
 @dataclass
@@ -107,7 +110,7 @@ class Graph:
     def key(self) -> str:
         def cond_key(c: Cond) -> list:
             return [c.path, c.op, c.value and c.value.value, [v.value for v in c.values], c.negated,
-                    [(op, t.value) for op, t in c.either], c.apart, [cond_key(d) for d in c.any_of]]
+                    [(op, t.value) for op, t in c.either], c.apart, [cond_key(d) for d in c.any_of], c.shared]
 
         return json.dumps([self.focus_class, [cond_key(c) for c in self.conds],
                            self.answer, self.form, self.aggs, self.group, self.order, self.limit, self.having,

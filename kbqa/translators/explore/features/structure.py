@@ -85,6 +85,8 @@ def structure_features(g: Graph) -> dict[str, float]:
             f["s_other"] = 1.0
         if c.apart:
             f["s_apart"] = 1.0
+        if c.shared:
+            f["s_shared"] = 1.0
         if c.versus_average:
             f["s_vs_avg"] = 1.0
         if c.value is not None:

@@ -6,6 +6,7 @@ pipeline compiles."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from assembler import plan as ir
@@ -128,12 +129,15 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
         body.append((f"the {focus_label} is a {focus_label}", [w.type_triple(focus, g.focus_class)]))
     for c in g.conds:
         if c.negated:
-            scoped: dict[Path, ir.Var] = {(): focus}
-            end, triples = w.walk(c.path, scoped)
+            # a shared value is the focus's own (outside); no other item with it meets the constraint (inside)
+            start, outer = w.walk(c.path[:c.shared]) if c.shared else (focus, [])
+            scoped: dict[Path, ir.Var] = {(): start}
+            end, triples = w.walk(c.path[c.shared:], scoped)
             tail = _cond_tail(w, c, end, triples, scoped)
             # the triple holding the constant first: the store then starts the NOT EXISTS from it
             inner = list(reversed(triples)) + tail
-            body.append((_say_cond(w, c, focus_label), [ir.Filter(ir.Exists(ir.Group(inner), negated=True))]))
+            body.append((_say_cond(w, c, focus_label),
+                         [*outer, ir.Filter(ir.Exists(ir.Group(inner), negated=True))]))
             continue
         if c.any_of:  # one of several attributes' constraints holds: each walked, one FILTER joins them
             fragment, tests = [], []
@@ -143,8 +147,14 @@ def constraint_patterns(w: Writer, g: Graph, focus_label: str) -> Body:
                 tests.append(_test(w, d, end))
             body.append((_say_cond(w, c, focus_label), [*fragment, ir.Filter(_any(tests))]))
             continue
-        table = {(): focus} if c.apart else w.vars
-        end, triples = w.walk(c.path, table)
+        if c.shared:  # the focus's own value (the variable the answer shows), then back to another item that has it
+            mid, triples = w.walk(c.path[:c.shared])
+            table = {(): mid}
+            end, rest = w.walk(c.path[c.shared:], table)
+            triples += rest
+        else:
+            table = {(): focus} if c.apart else w.vars
+            end, triples = w.walk(c.path, table)
         fragment = triples + _cond_tail(w, c, end, triples, table)
         if fragment:  # an "exists" on a path another constraint already walks adds nothing
             body.append((_say_cond(w, c, focus_label), fragment))
@@ -298,6 +308,10 @@ def _say_path(w: Writer, path: Path) -> str:
 
 
 def _say_cond(w: Writer, c: Cond, focus: str) -> str:
+    if c.shared:  # "another person with the same hometown has age that is less than 20"
+        said = _say_cond(w, dataclasses.replace(c, path=c.path[2 * c.shared:], shared=0, negated=False), focus)
+        who = f"{'no' if c.negated else 'another'} {focus} with the same {_say_path(w, c.path[:c.shared])}"
+        return said.replace(f"the {focus} has", f"{who} has", 1) if f"the {focus} has" in said else f"{said} ({who})"
     what = _say_path(w, c.path)
     val = (c.value.label or c.value.value) if c.value else ""
     if c.other is not None:

@@ -33,6 +33,7 @@ from kbqa.translators.explore.propose.pairs import (
 )
 from kbqa.translators.explore.propose.paths import SchemaPaths
 from kbqa.translators.explore.propose.shapes import shapes
+from kbqa.translators.explore.propose.shared import shared_value_graphs
 from kbqa.translators.explore.propose.substrings import SUBSTRING_OPS, substring_readings
 from kbqa.translators.explore.propose.ungated import ungated_shapes
 from kbqa.translators.explore.query import Cond, Graph, Path, Step, Term
@@ -125,6 +126,7 @@ class Search(Probe):
                     shown = self._with_display(g)
                     if shown is not None:
                         yield shown
+                    yield from shared_value_graphs(g, self.schema)
 
     def _with_display(self, g: Graph) -> Graph | None:
         """The same candidate also showing its items' display column (propose/display.py), when it shows items."""
