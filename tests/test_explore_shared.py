@@ -95,6 +95,9 @@ def test_a_negated_constraint_holds_for_no_item_with_the_value(rowing: ExploreTr
     assert {"Marlow", "Wallingford"} in [_values(g) for g in found], question
     g = next(g for g in found if _values(g) == {"Marlow", "Wallingford"})
     assert "no rower with the same town" in write(g, rowing.schema, desq=True)
+    # inside NOT EXISTS the walk starts from the value bound outside, not from a scan of every boat
+    inner = write(g, rowing.schema, desq=False).split("NOT EXISTS {", 1)[1].strip().splitlines()
+    assert f"<{ROW}town>" in inner[0]
 
 
 @pytest.mark.parametrize("question", [
@@ -113,6 +116,8 @@ def test_the_shared_reading_says_which_value_is_shared(rowing: ExploreTranslator
     assert "another rower with the same town" in text
     sparql = write(g, rowing.schema, desq=False)
     assert sparql.count(f"<{ROW}town>") == 2 and "DISTINCT" in sparql
+    # the other rowers' towns once each in a sub-SELECT: a join on values, not on every pair of rowers
+    assert sparql.count("SELECT DISTINCT") == 2
 
 
 def _cmp(op: str, value: str) -> Cond:
