@@ -117,6 +117,10 @@ class Graph:
                            [p.key() for p in self.parts], self.combine, self.pred_set],
                           default=lambda o: o.__dict__, sort_keys=True)
 
+    def joins(self) -> int:
+        """Hops beyond the first of every constraint's path (feature `joins`)."""
+        return sum(max(len(c.path) - 1, 0) for c in self.flat_conds())
+
     def size(self) -> int:
         if self.parts:
             return sum(p.size() for p in self.parts)

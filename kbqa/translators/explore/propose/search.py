@@ -120,7 +120,7 @@ class Search(Probe):
                     g.features = {"focus": fscore, "cond_score": cscore, "n_conds": len(flat),
                                   "name_filter": float(sum(c.name_filter for c in flat)),
                                   "substring": float(sum(c.op in SUBSTRING_OPS and not c.name_filter for c in flat)),
-                                  "joins": sum(max(len(c.path) - 1, 0) for c in flat),
+                                  "joins": g.joins(),
                                   "coverage": coverage(a, spans + shape.spans), **shape.features}
                     yield g
                     shown = self._with_display(g)

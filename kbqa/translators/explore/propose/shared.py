@@ -47,7 +47,7 @@ def shared_value_graphs(g: Graph, schema: SchemaMemory) -> Iterator[Graph]:
         conds = [other if k == j else c for k, c in enumerate(g.conds)]
         out = Graph(g.family, focus_class=g.focus_class, conds=conds, answer=[attr], distinct=True)
         # the walk to the other item is two hops more
-        out.features = {**g.features, "joins": sum(max(len(c.path) - 1, 0) for c in out.flat_conds())}
+        out.features = {**g.features, "joins": out.joins()}
         yield out
 
 
